@@ -1,0 +1,147 @@
+"""The regular-expression tree every front end builds and the automaton builder consumes.
+
+Regex, JSON Schema and Lark terminals all lower to these nodes instead of printing
+regex strings: composing trees avoids giant pattern texts and lets equal sub-trees
+share work. Characters are Unicode code points; the automaton builder turns them into
+UTF-8 byte sequences. Nodes are immutable and hashable so builders can memoize them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+MAX_CODE_POINT = 0x10FFFF
+
+
+@dataclass(frozen=True, slots=True)
+class CharSet:
+    """One character from a set of code points: sorted, merged, inclusive `ranges`.
+
+    Surrogates (U+D800..U+DFFF) have no UTF-8 form; the builder drops them.
+    """
+
+    ranges: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ByteSet:
+    """One raw byte from sorted, merged, inclusive byte `ranges` (0..255).
+
+    For byte-level languages only; text specs use CharSet so UTF-8 stays valid.
+    """
+
+    ranges: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Concat:
+    """The items one after another; `Concat(())` is the empty string."""
+
+    items: tuple[Node, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Alt:
+    """Any one of the items; `Alt(())` matches nothing."""
+
+    items: tuple[Node, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Repeat:
+    """`item` from `min` to `max` times; `max=None` means unbounded."""
+
+    item: Node
+    min: int
+    max: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class And:
+    """Strings matched by every item (intersection, built as a product automaton)."""
+
+    items: tuple[Node, ...]
+
+
+Node = CharSet | ByteSet | Concat | Alt | Repeat | And
+
+EMPTY: Node = Concat(())
+"""Matches only the empty string."""
+NOTHING: Node = Alt(())
+"""Matches no string at all."""
+
+
+def normalize_ranges(ranges: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    """Sort and merge inclusive ranges; adjacent ranges join."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted(ranges):
+        if lo > hi:
+            continue
+        if out and lo <= out[-1][1] + 1:
+            if hi > out[-1][1]:
+                out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return tuple(out)
+
+
+def chars(*ranges: tuple[int, int] | str) -> CharSet:
+    """A CharSet from ranges and/or single-character strings: `chars("a", (48, 57))`."""
+    spans: list[tuple[int, int]] = []
+    for r in ranges:
+        if isinstance(r, str):
+            spans.extend((ord(c), ord(c)) for c in r)
+        else:
+            spans.append(r)
+    return CharSet(normalize_ranges(spans))
+
+
+def negate(charset: CharSet) -> CharSet:
+    """Every code point not in `charset`."""
+    out: list[tuple[int, int]] = []
+    prev = 0
+    for lo, hi in charset.ranges:
+        if lo > prev:
+            out.append((prev, lo - 1))
+        prev = hi + 1
+    if prev <= MAX_CODE_POINT:
+        out.append((prev, MAX_CODE_POINT))
+    return CharSet(tuple(out))
+
+
+def literal(text: str) -> Node:
+    """Exactly `text`."""
+    return Concat(tuple(CharSet(((ord(c), ord(c)),)) for c in text))
+
+
+def seq(*items: Node) -> Node:
+    """Concatenation, flattening nested Concats; a single item is returned as is."""
+    flat: list[Node] = []
+    for item in items:
+        if isinstance(item, Concat):
+            flat.extend(item.items)
+        else:
+            flat.append(item)
+    return flat[0] if len(flat) == 1 else Concat(tuple(flat))
+
+
+def alt(*items: Node) -> Node:
+    """Alternation, flattening nested Alts; a single item is returned as is."""
+    flat: list[Node] = []
+    for item in items:
+        if isinstance(item, Alt):
+            flat.extend(item.items)
+        else:
+            flat.append(item)
+    return flat[0] if len(flat) == 1 else Alt(tuple(flat))
+
+
+def repeat(item: Node, lo: int, hi: int | None) -> Node:
+    """`item{lo,hi}`; `hi=None` is unbounded."""
+    return Repeat(item, lo, hi)
+
+
+def optional(item: Node) -> Node:
+    """`item?`."""
+    return Repeat(item, 0, 1)

@@ -1,0 +1,151 @@
+"""The one error hierarchy of fsmcompile; every error carries its position as data.
+
+    FsmcompileError
+    ├── SpecError (ValueError)               a spec the user wrote is wrong
+    │   ├── RegexSyntaxError                 .pattern, .pos
+    │   ├── SchemaError                      .pointer, .keyword
+    │   └── GrammarError                     .line, .column
+    ├── UnsupportedFeatureError (SpecError)  valid spec, construct we cannot enforce exactly
+    │                                        .pattern/.pos or .pointer/.keyword, .features
+    ├── BudgetExceededError                  compile ran past timeout_s or max_states
+    ├── VocabularyError                      tokenizer missing or unreadable
+    ├── ArtifactError                        .source (path or key)
+    │   ├── ArtifactCorruptError             checksum, truncation, not an artifact
+    │   ├── ArtifactVersionError             written by a newer format
+    │   └── VocabularyMismatchError          compiled for another tokenizer
+    └── StoreError
+        ├── StoreUnavailableError            the store cannot be reached
+        └── CacheWaitTimeoutError            another process's compile did not finish in time
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class FsmcompileError(Exception):
+    """Root of every error raised by fsmcompile."""
+
+
+class SpecError(FsmcompileError, ValueError):
+    """A regex, schema or grammar is invalid."""
+
+
+def _caret_line(pattern: str, pos: int) -> str:
+    """Render `pattern` with a caret under `pos` (lark's get_context, for one line)."""
+    shown = pattern if len(pattern) <= 120 else pattern[max(0, pos - 60) : pos + 60]
+    offset = pos if len(pattern) <= 120 else pos - max(0, pos - 60)
+    return f"  {shown}\n  {' ' * offset}^"
+
+
+class RegexSyntaxError(SpecError):
+    """A regex that does not parse; `pos` is the character offset of the problem."""
+
+    def __init__(self, message: str, pattern: str, pos: int) -> None:
+        self.pattern = pattern
+        self.pos = pos
+        self.reason = message
+        super().__init__(f"{message} at position {pos}\n{_caret_line(pattern, pos)}")
+
+
+class SchemaError(SpecError):
+    """A JSON Schema that is malformed or contradictory; `pointer` is a JSON pointer."""
+
+    def __init__(self, message: str, pointer: str = "", keyword: str | None = None) -> None:
+        self.pointer = pointer
+        self.keyword = keyword
+        self.reason = message
+        where = f" at {pointer or '/'}" if pointer is not None else ""
+        super().__init__(f"{message}{where}")
+
+
+class GrammarError(SpecError):
+    """A Lark grammar that does not build; `line` and `column` are 1-based when known."""
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None) -> None:
+        self.line = line
+        self.column = column
+        self.reason = message
+        where = f" at line {line}, column {column}" if line is not None else ""
+        super().__init__(f"{message}{where}")
+
+
+class UnsupportedFeatureError(SpecError):
+    """A valid spec using something no exact token mask can enforce here.
+
+    `features` lists every offending (pointer or position, keyword) pair, so one error
+    reports all of them at once instead of one per compile attempt.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        pattern: str | None = None,
+        pos: int | None = None,
+        pointer: str | None = None,
+        keyword: str | None = None,
+        features: Sequence[tuple[str, str]] = (),
+    ) -> None:
+        self.pattern = pattern
+        self.pos = pos
+        self.pointer = pointer
+        self.keyword = keyword
+        self.features = list(features)
+        self.reason = message
+        text = message
+        if pattern is not None and pos is not None:
+            text = f"{message} at position {pos}\n{_caret_line(pattern, pos)}"
+        elif pointer is not None:
+            text = f"{message} at {pointer or '/'}"
+        super().__init__(text)
+
+
+class BudgetExceededError(FsmcompileError):
+    """A compile ran past its time or size budget; `limit` names which one."""
+
+    def __init__(self, message: str, *, limit: str, value: float) -> None:
+        self.limit = limit
+        self.value = value
+        super().__init__(message)
+
+
+class VocabularyError(FsmcompileError, ValueError):
+    """A tokenizer that cannot be found or decoded."""
+
+
+class ArtifactError(FsmcompileError):
+    """An artifact that cannot be used; `source` is the path or cache key it came from."""
+
+    def __init__(self, message: str, source: str | None = None) -> None:
+        self.source = source
+        super().__init__(f"{message} ({source})" if source else message)
+
+
+class ArtifactCorruptError(ArtifactError):
+    """Damaged, truncated or not an artifact at all: recompile it."""
+
+
+class ArtifactVersionError(ArtifactError):
+    """Written by a newer artifact format than this version reads."""
+
+
+class VocabularyMismatchError(ArtifactError):
+    """Compiled for another tokenizer: `expected` and `found` are fingerprints."""
+
+    def __init__(self, message: str, *, expected: str, found: str, source: str | None = None):
+        self.expected = expected
+        self.found = found
+        super().__init__(f"{message}: expected {expected[:16]}, found {found[:16]}", source)
+
+
+class StoreError(FsmcompileError):
+    """A cache tier failed."""
+
+
+class StoreUnavailableError(StoreError):
+    """The store cannot be reached (Redis down, bad URL, auth failure)."""
+
+
+class CacheWaitTimeoutError(StoreError):
+    """Waited for another process to publish an entry and it did not arrive in time."""

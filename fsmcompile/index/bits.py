@@ -1,0 +1,44 @@
+"""The one definition of the bitmask layout: token i is bit i % 32 of int32 word i // 32.
+
+int32 (not uint32) because torch has no uint32 bitwise ops on every device and the
+GPU kernels read the same words; a set bit means "allowed".
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+
+def bitmask_words(vocab_size: int) -> int:
+    """Words in one bitmask row for a logits width of `vocab_size`: ceil(V / 32)."""
+    return (vocab_size + 31) // 32
+
+
+def pack_bool_rows(allowed: npt.NDArray[np.bool_]) -> npt.NDArray[np.int32]:
+    """Pack bool[R, V] into int32[R, ceil(V/32)] (bits past V are zero)."""
+    rows, width = allowed.shape
+    padded_width = bitmask_words(width) * 32
+    if padded_width != width:
+        padded = np.zeros((rows, padded_width), dtype=np.bool_)
+        padded[:, :width] = allowed
+        allowed = padded
+    packed = np.packbits(allowed, axis=1, bitorder="little")  # uint8[R, W*4]
+    return np.ascontiguousarray(packed).view("<i4").astype(np.int32, copy=False)
+
+
+def unpack_row(words: npt.NDArray[np.int32], vocab_size: int) -> npt.NDArray[np.bool_]:
+    """Unpack one int32[W] row into bool[V]."""
+    as_bytes = np.ascontiguousarray(words, dtype="<i4").view(np.uint8)
+    return np.unpackbits(as_bytes, bitorder="little")[:vocab_size].astype(np.bool_)
+
+
+def set_bits(words: npt.NDArray[np.int32], token_ids: npt.NDArray[np.int64]) -> None:
+    """Set the bits of `token_ids` in the int32[..., W] row(s) `words`, in place."""
+    view = words.view(np.uint32)
+    np.bitwise_or.at(view, token_ids // 32, (np.uint32(1) << (token_ids % 32).astype(np.uint32)))
+
+
+def is_bit_set(words: npt.NDArray[np.int32], token_id: int) -> bool:
+    """Whether `token_id` is allowed in the int32[W] row `words`."""
+    return bool((int(words[token_id >> 5]) >> (token_id & 31)) & 1)

@@ -1,0 +1,132 @@
+"""The text tokens as a flat byte trie, so an index walk shares every common prefix.
+
+Nodes are numbered in DFS (lexicographic) order with the root as node 0. The index
+builder walks it one depth level at a time, so nodes are also listed grouped by depth,
+and the children of a node are a contiguous run of the next level.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class TokenTrie:
+    """Flat arrays describing the trie (N nodes, D = deepest level).
+
+    Attributes:
+        node_byte: uint8[N], the byte on the edge into each node (root: 0, unused).
+        node_height: int32[N], the longest path below each node, in bytes.
+        level_nodes: int32[N], node ids grouped by depth (ids ascending within a level).
+        level_offsets: int64[D + 2], level d is level_nodes[level_offsets[d]:level_offsets[d+1]].
+        child_lo / child_hi: int64[N], the children of node n are level_nodes[lo:hi].
+        token_ids: int64[T], the text token ids in the trie.
+        token_node: int32[T], the node where token_ids[i]'s bytes end.
+    """
+
+    node_byte: npt.NDArray[np.uint8]
+    node_height: npt.NDArray[np.int32]
+    level_nodes: npt.NDArray[np.int32]
+    level_offsets: npt.NDArray[np.int64]
+    child_lo: npt.NDArray[np.int64]
+    child_hi: npt.NDArray[np.int64]
+    token_ids: npt.NDArray[np.int64]
+    token_node: npt.NDArray[np.int32]
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.node_byte.shape[0])
+
+    @property
+    def depth(self) -> int:
+        return int(self.level_offsets.shape[0]) - 2
+
+    @classmethod
+    def build(cls, token_bytes: list[bytes], token_ids: npt.NDArray[np.int64]) -> TokenTrie:
+        """Build the trie of `token_bytes[i]` for i in `token_ids` (all non-empty).
+
+        Cost: one sort of the token strings plus O(total bytes) numpy work.
+        """
+        strings = [token_bytes[i] for i in token_ids]
+        order = sorted(range(len(strings)), key=strings.__getitem__)
+        ids_sorted = np.asarray(token_ids, dtype=np.int64)[order]
+        strings = [strings[i] for i in order]
+        n = len(strings)
+        lengths = np.fromiter((len(s) for s in strings), dtype=np.int64, count=n)
+        width = int(lengths.max()) if n else 0
+        padded = np.zeros((n, width), dtype=np.uint8)
+        if n:
+            flat = np.frombuffer(b"".join(strings), dtype=np.uint8)
+            row = np.repeat(np.arange(n), lengths)
+            col = np.arange(flat.shape[0]) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+            padded[row, col] = flat
+
+        # lcp[i]: common prefix of strings i-1 and i (0 for the first).
+        lcp = np.zeros(n, dtype=np.int64)
+        if n > 1:
+            differs = padded[1:] != padded[:-1]
+            first_diff = np.where(differs.any(axis=1), differs.argmax(axis=1), width)
+            lcp[1:] = np.minimum(first_diff, np.minimum(lengths[1:], lengths[:-1]))
+        new_count = lengths - lcp
+        start = 1 + np.concatenate([[0], np.cumsum(new_count)[:-1]])
+        num_nodes = 1 + int(new_count.sum())
+
+        rows = np.repeat(np.arange(n), new_count)
+        first_of_row = np.repeat(start, new_count)
+        node_ids = np.arange(1, num_nodes)
+        depth_of = lcp[rows] + 1 + (node_ids - first_of_row)
+        node_byte = np.zeros(num_nodes, dtype=np.uint8)
+        node_depth = np.zeros(num_nodes, dtype=np.int64)
+        node_byte[1:] = padded[rows, depth_of - 1]
+        node_depth[1:] = depth_of
+
+        parent = np.zeros(num_nodes, dtype=np.int64)
+        parent[1:] = node_ids - 1
+        # The first new node of string i hangs under its path node at depth lcp[i], made
+        # by the latest earlier string k with lcp[k] < lcp[i].
+        heads = np.flatnonzero((new_count > 0) & (lcp > 0))
+        head_parent = np.zeros(heads.shape[0], dtype=np.int64)
+        for d in np.unique(lcp[heads]):
+            latest = np.maximum.accumulate(np.where(lcp < d, np.arange(n), -1))
+            sel = lcp[heads] == d
+            k = latest[heads[sel] - 1]
+            head_parent[sel] = start[k] + (d - lcp[k] - 1)
+        parent[start[heads]] = head_parent
+        root_heads = np.flatnonzero((new_count > 0) & (lcp == 0))
+        parent[start[root_heads]] = 0
+
+        height = np.zeros(num_nodes, dtype=np.int32)
+        by_depth = np.argsort(node_depth, kind="stable").astype(np.int32)
+        level_offsets = np.searchsorted(node_depth[by_depth], np.arange(width + 2)).astype(
+            np.int64
+        )
+        for d in range(width, 0, -1):
+            level = by_depth[level_offsets[d] : level_offsets[d + 1]]
+            np.maximum.at(height, parent[level], height[level] + 1)
+
+        # Children of each node: a contiguous run of the next level (parents ascend there).
+        child_lo = np.zeros(num_nodes, dtype=np.int64)
+        child_hi = np.zeros(num_nodes, dtype=np.int64)
+        for d in range(width):
+            here = by_depth[level_offsets[d] : level_offsets[d + 1]]
+            below = level_offsets[d + 1], level_offsets[d + 2]
+            parents_below = parent[by_depth[below[0] : below[1]]]
+            child_lo[here] = below[0] + np.searchsorted(parents_below, here, side="left")
+            child_hi[here] = below[0] + np.searchsorted(parents_below, here, side="right")
+
+        last_new = start + new_count - 1
+        owner = np.maximum.accumulate(np.where(new_count > 0, np.arange(n), 0))
+        token_node = last_new[owner].astype(np.int32)
+        return cls(
+            node_byte=node_byte,
+            node_height=height,
+            level_nodes=by_depth,
+            level_offsets=level_offsets,
+            child_lo=child_lo,
+            child_hi=child_hi,
+            token_ids=ids_sorted,
+            token_node=token_node,
+        )

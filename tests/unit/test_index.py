@@ -1,0 +1,117 @@
+"""The token index against brute force: exact masks from hand-built automata."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from exactness import (
+    assert_index_matches_brute_force,
+    dfa_from_edges,
+    tiny_vocabulary,
+)
+
+from fsmcompile.index.bits import pack_bool_rows, set_bits, is_bit_set, unpack_row
+from fsmcompile.index.builder import build_token_index
+from fsmcompile.index.levels import liveness_levels
+from fsmcompile.types import DEAD
+from fsmcompile.vocabulary import Vocabulary
+
+
+def _chain(byte: bytes, length: int, tail: bytes | None = None) -> dict[int, dict[bytes, int]]:
+    """`byte{0,length}` then optionally `tail`: a counted repetition as a chain."""
+    edges: dict[int, dict[bytes, int]] = {}
+    end = length + 1
+    for i in range(length):
+        edges[i] = {byte: i + 1}
+        if tail:
+            edges[i][tail] = end
+    if tail:
+        edges.setdefault(length, {})[tail] = end
+    return edges
+
+
+def test_index_accepting_state_keeps_continuations() -> None:
+    # `1(x2)?`: after "1" the text is complete AND may continue with "x2".
+    vocab = tiny_vocabulary([b"1", b"x", b"2", b"x2", b"1x", b"1x2", b"y"])
+    dfa = dfa_from_edges({0: {b"1": 1}, 1: {b"x": 2}, 2: {b"2": 3}}, accepting={1, 3})
+    index = build_token_index(dfa, vocab, kind="regex", spec_hash="t")
+    after_one = dfa.walk(b"1")
+    allowed = set(index.allowed_token_ids(after_one).tolist())
+    eos = vocab.eos_token_ids[0]
+    assert {1, 3, eos} <= allowed  # "x", "x2" and EOS together
+    assert 2 not in allowed and 6 not in allowed
+    assert_index_matches_brute_force(index)
+
+
+def test_index_counted_chain_masks_shrink_with_remaining_length() -> None:
+    tokens = [b"a" * n for n in range(1, 7)] + [b"ab", b"b", b"aab", b"ba"]
+    vocab = tiny_vocabulary(tokens)
+    dfa = dfa_from_edges(_chain(b"a", 40, tail=b"b"), accepting={41})
+    index = build_token_index(dfa, vocab, kind="regex", spec_hash="t")
+    assert_index_matches_brute_force(index)
+    # Far from the end all states share one mask; near the end each differs.
+    assert len({int(index.state_mask[s]) for s in range(0, 30)}) == 1
+    assert index.masks.shape[0] <= 9
+
+
+def test_index_padded_width_rows_never_allowed() -> None:
+    vocab = tiny_vocabulary([b"a", b"b"], size=70)
+    dfa = dfa_from_edges({0: {b"a": 0, b"b": 0}}, accepting={0})
+    index = build_token_index(dfa, vocab, kind="regex", spec_hash="t")
+    allowed = index.allowed_token_ids(0).tolist()
+    assert allowed == [0, 1, 2]  # a, b, EOS; ids 3..69 are padding
+    assert index.masks.shape[1] == 3
+
+
+def test_index_special_and_empty_tokens_never_allowed() -> None:
+    table = [b"a", b"", b"<s>", b"a"]
+    vocab = Vocabulary(token_bytes=table + [b""], eos_token_ids=(4,),
+                       special_token_ids=frozenset({2, 4}), size=5)
+    dfa = dfa_from_edges({0: {b"a": 0, b"<": 1}, 1: {b"s": 2}, 2: {b">": 0}}, accepting={0})
+    index = build_token_index(dfa, vocab, kind="regex", spec_hash="t")
+    assert index.allowed_token_ids(0).tolist() == [0, 3, 4]  # duplicate bytes both allowed
+    assert index.next_state(0, 2) == DEAD
+
+
+def test_index_multibyte_tokens_cross_states() -> None:
+    # "é" is C3 A9: tokens holding half a character must work both ways.
+    vocab = tiny_vocabulary([b"\xc3", b"\xa9", b"\xc3\xa9", b"\xa9x", b"x", b"\xc3\xa9\xc3"])
+    dfa = dfa_from_edges({0: {b"\xc3": 1, b"x": 2}, 1: {b"\xa9": 0}}, accepting={0, 2})
+    index = build_token_index(dfa, vocab, kind="regex", spec_hash="t")
+    assert_index_matches_brute_force(index)
+    assert index.next_state(0, 0) == 1 and index.is_allowed(1, 3)
+
+
+def test_index_real_vocabulary_matches_brute_force_on_sampled_states(gpt2: Vocabulary) -> None:
+    # digits{0,30} then a quote: sparse and dense states on a real 50k vocabulary.
+    edges = _chain(b"0", 30, tail=b'"')
+    for state, out in edges.items():
+        if state < 30:
+            for digit in b"123456789":
+                out[bytes([digit])] = state + 1
+    dfa = dfa_from_edges(edges, accepting={31})
+    index = build_token_index(dfa, gpt2, kind="regex", spec_hash="t")
+    assert_index_matches_brute_force(index, states=[0, 1, 15, 27, 28, 29, 30, 31])
+
+
+def test_levels_refine_chain_one_position_per_level() -> None:
+    dfa = dfa_from_edges(_chain(b"a", 10), accepting=set(range(11)))
+    levels = liveness_levels(dfa, max_height=4)
+    root = levels.canon[levels.row_of_height[4]]
+    # States with at least 4 bytes left are 4-equivalent; the last four are not.
+    assert len(set(root[:7].tolist())) == 1
+    assert len(set(root[7:].tolist())) == 4
+
+
+@pytest.mark.parametrize("width", [1, 31, 32, 33, 100])
+def test_bits_pack_unpack_roundtrip(width: int) -> None:
+    rng = np.random.default_rng(width)
+    rows = rng.random((4, width)) < 0.4
+    packed = pack_bool_rows(rows)
+    assert packed.dtype == np.int32 and packed.shape == (4, (width + 31) // 32)
+    for r in range(4):
+        assert np.array_equal(unpack_row(packed[r], width), rows[r])
+        assert all(is_bit_set(packed[r], t) == rows[r, t] for t in range(width))
+    words = np.zeros(packed.shape[1], dtype=np.int32)
+    set_bits(words, np.flatnonzero(rows[0]))
+    assert np.array_equal(words, packed[0])
