@@ -20,11 +20,12 @@ import numpy as np
 
 from fsmcompile.errors import VocabularyError
 from fsmcompile.vocabulary.decode import decode_tokenizer_json
+from fsmcompile.vocabulary.trie import TokenTrie
 from fsmcompile.vocabulary.vocabulary import Vocabulary
 
 logger = logging.getLogger(__name__)
 
-_TABLE_CACHE_VERSION = 1
+_TABLE_CACHE_VERSION = 2
 _COMMON_EOS = ("<|endoftext|>", "<|end_of_text|>", "</s>", "<|eot_id|>", "<|im_end|>", "<eos>")
 
 
@@ -108,6 +109,7 @@ def from_tokenizer_json_text(
         special = frozenset(cached["special"])
         by_content = dict(cached["added"])
         scheme = str(cached["scheme"])
+        trie_arrays = cached["trie"]
     else:
         try:
             doc = json.loads(raw)
@@ -116,28 +118,35 @@ def from_tokenizer_json_text(
         table = decode_tokenizer_json(doc)
         token_bytes, special = table.token_bytes, table.special_ids
         by_content, scheme = table.added_by_content, table.scheme
-        if use_cache:
-            _store_cached_table(cache_path, {
-                "v": _TABLE_CACHE_VERSION,
-                "lengths": np.fromiter((len(b) for b in token_bytes), dtype="<i8").tobytes(),
-                "blob": b"".join(token_bytes),
-                "special": sorted(special),
-                "added": by_content,
-                "scheme": scheme,
-            })
+        trie_arrays = None
     eos = list(eos_token_ids or _eos_from_config(config, by_content))
     if not eos:
         eos = [by_content[n] for n in _COMMON_EOS if n in by_content][:1]
     size = vocab_size if vocab_size is not None else len(token_bytes)
-    return Vocabulary(
+    vocab = Vocabulary(
         token_bytes=token_bytes,
         eos_token_ids=tuple(eos),
         special_token_ids=special | frozenset(eos),
         size=size,
         name=name,
         scheme=scheme,
-        tokenizer_json=raw.decode("utf-8"),
+        tokenizer_json=raw,
     )
+    # The trie depends on the EOS choice (EOS is never text), so it is cached per EOS set.
+    trie_key = ",".join(map(str, sorted(vocab.special_token_ids)))
+    if trie_arrays is not None and trie_key in trie_arrays:
+        vocab.__dict__["trie"] = TokenTrie.from_arrays(trie_arrays[trie_key])
+    elif use_cache:
+        _store_cached_table(cache_path, {
+            "v": _TABLE_CACHE_VERSION,
+            "lengths": np.fromiter((len(b) for b in token_bytes), dtype="<i8").tobytes(),
+            "blob": b"".join(token_bytes),
+            "special": sorted(special),
+            "added": by_content,
+            "scheme": scheme,
+            "trie": {**(trie_arrays or {}), trie_key: vocab.trie.to_arrays()},
+        })
+    return vocab
 
 
 def from_file(path: str | os.PathLike[str], **options: Any) -> Vocabulary:

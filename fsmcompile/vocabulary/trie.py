@@ -13,6 +13,12 @@ import numpy as np
 import numpy.typing as npt
 
 
+_ARRAY_DTYPES = {
+    "node_byte": "<u1", "node_height": "<i4", "level_nodes": "<i4", "level_offsets": "<i8",
+    "child_lo": "<i8", "child_hi": "<i8", "token_ids": "<i8", "token_node": "<i4",
+}
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class TokenTrie:
     """Flat arrays describing the trie (N nodes, D = deepest level).
@@ -35,6 +41,17 @@ class TokenTrie:
     child_hi: npt.NDArray[np.int64]
     token_ids: npt.NDArray[np.int64]
     token_node: npt.NDArray[np.int32]
+
+    def to_arrays(self) -> dict[str, bytes]:
+        """The arrays as raw little-endian bytes, for the vocabulary cache."""
+        return {name: np.ascontiguousarray(getattr(self, name)).tobytes()
+                for name in _ARRAY_DTYPES}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, bytes]) -> TokenTrie:
+        """Inverse of `to_arrays`."""
+        return cls(**{name: np.frombuffer(arrays[name], dtype=dtype)
+                      for name, dtype in _ARRAY_DTYPES.items()})
 
     @property
     def num_nodes(self) -> int:

@@ -41,7 +41,7 @@ class Vocabulary:
     size: int
     name: str = ""
     scheme: str = "byte_level"
-    tokenizer_json: str | None = field(default=None, repr=False)
+    tokenizer_json: bytes | str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.size < len(self.token_bytes):
@@ -142,7 +142,8 @@ class Vocabulary:
             )
         from tokenizers import Tokenizer
 
-        return Tokenizer.from_str(self.tokenizer_json)
+        text = self.tokenizer_json
+        return Tokenizer.from_str(text.decode("utf-8") if isinstance(text, bytes) else text)
 
     def encode(self, text: str) -> list[int]:
         """Token ids the real tokenizer gives `text` as a continuation, no special tokens.
