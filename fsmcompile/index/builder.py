@@ -9,7 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fsmcompile.automaton.dfa import ByteDFA
-from fsmcompile.index.bits import bitmask_words, pack_bool_rows
+from fsmcompile.index.bits import bitmask_words
 from fsmcompile.index.levels import LivenessLevels, liveness_levels
 from fsmcompile.index.token_index import TokenIndex
 from fsmcompile.index.walk import origin_token_masks, walk_live_tokens
@@ -17,8 +17,8 @@ from fsmcompile.vocabulary import Vocabulary
 
 logger = logging.getLogger(__name__)
 
-# Origins walked together; bounds the bool[R, V] scratch to ~64 MB on a 128k vocabulary.
-_ORIGIN_CHUNK = 512
+# Origins walked together: wider origin bitsets make every merge of the walk dearer.
+_ORIGIN_CHUNK = 256
 
 
 def _token_masks(
@@ -27,16 +27,16 @@ def _token_masks(
     levels: LivenessLevels,
     origins: npt.NDArray[np.int32],
     deadline: float | None,
-) -> npt.NDArray[np.int32]:
-    """int32[R, W]: the packed text-token mask of each origin state."""
+) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64]]:
+    """(distinct text-token masks int32[M, W], mask id of each origin int64[R])."""
     trie = vocab.trie
-    packed = np.zeros((origins.shape[0], bitmask_words(vocab.size)), dtype=np.int32)
+    per_token = []
     for lo in range(0, origins.shape[0], _ORIGIN_CHUNK):
         chunk = origins[lo : lo + _ORIGIN_CHUNK]
         reached = walk_live_tokens(dfa, trie, levels, chunk, deadline)
-        allowed = origin_token_masks(reached, trie, chunk.shape[0], vocab.size)
-        packed[lo : lo + chunk.shape[0]] = pack_bool_rows(allowed)
-    return packed
+        per_token.append(reached[trie.token_node])
+    return origin_token_masks(np.concatenate(per_token, axis=1), trie, origins.shape[0],
+                              vocab.size)
 
 
 def build_token_index(
@@ -61,10 +61,12 @@ def build_token_index(
     levels = liveness_levels(dfa, height, deadline)
     root_class = levels.canon[levels.row_of_height[height]]
     origins, origin_of_state = np.unique(root_class, return_inverse=True)
-    token_packed = _token_masks(dfa, vocab, levels, origins.astype(np.int32), deadline)
+    token_packed, mask_of_origin = _token_masks(dfa, vocab, levels, origins.astype(np.int32),
+                                                deadline)
 
     # A state's mask is its group's token mask plus EOS when accepting.
-    combo = origin_of_state.astype(np.int64) * 2 + dfa.accepting.astype(np.int64)
+    token_mask = mask_of_origin[origin_of_state.reshape(-1)]
+    combo = token_mask * 2 + dfa.accepting.astype(np.int64)
     combos, state_combo = np.unique(combo, return_inverse=True)
     rows = token_packed[combos // 2].copy()
     eos = np.asarray(vocab.eos_token_ids, dtype=np.int64)
@@ -73,8 +75,9 @@ def build_token_index(
         words = rows.view(np.uint32)
         for token in eos:
             words[accepting_rows, token // 32] |= np.uint32(1) << np.uint32(token % 32)
-    masks, row_of_combo = np.unique(rows, axis=0, return_inverse=True)
-    state_mask = row_of_combo.reshape(-1)[state_combo.reshape(-1)].astype(np.int32)
+    # Rows are distinct already: token masks are distinct, and EOS tells the halves apart.
+    masks = rows
+    state_mask = state_combo.reshape(-1).astype(np.int32)
     logger.debug(
         "token index: %d states, %d groups, %d masks in %.1f ms",
         dfa.num_states, origins.shape[0], masks.shape[0], (time.perf_counter() - started) * 1e3,

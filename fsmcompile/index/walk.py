@@ -16,6 +16,7 @@ import numpy.typing as npt
 
 from fsmcompile.automaton.dfa import ByteDFA
 from fsmcompile.errors import BudgetExceededError
+from fsmcompile.index.bits import bitmask_words
 from fsmcompile.index.levels import LivenessLevels
 from fsmcompile.vocabulary.trie import TokenTrie
 
@@ -92,16 +93,51 @@ def walk_live_tokens(
     return reached
 
 
+def _unique_rows(rows: npt.NDArray[np.uint64]) -> tuple[npt.NDArray[np.int64],
+                                                       npt.NDArray[np.int64]]:
+    """(first index of each distinct row, distinct-row id of every row) for uint64[n, w]."""
+    rng = np.random.default_rng(0xC0FFEE)
+    mult = rng.integers(1, 2**63, size=rows.shape[1], dtype=np.uint64) | np.uint64(1)
+    hashed = (rows * mult).sum(axis=1, dtype=np.uint64) if rows.shape[1] else np.zeros(
+        rows.shape[0], dtype=np.uint64)
+    _, first, inverse = np.unique(hashed, return_index=True, return_inverse=True)
+    if not np.array_equal(rows, rows[first[inverse]]):  # a hash collision: do it exactly
+        _, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    return first.astype(np.int64), inverse.reshape(-1).astype(np.int64)
+
+
 def origin_token_masks(
-    reached: npt.NDArray[np.uint64],
+    per_token: npt.NDArray[np.uint64],
     trie: TokenTrie,
     num_origins: int,
     vocab_size: int,
-) -> npt.NDArray[np.bool_]:
-    """bool[R, V]: which token ids each origin allows (text tokens only, no EOS)."""
-    per_token = reached[trie.token_node]  # uint64[T, words]
-    as_bytes = np.ascontiguousarray(per_token).view(np.uint8)
-    token_bits = np.unpackbits(as_bytes, axis=1, bitorder="little")[:, :num_origins]
-    allowed = np.zeros((num_origins, vocab_size), dtype=np.bool_)
-    allowed[:, trie.token_ids] = token_bits.T.astype(np.bool_)
-    return allowed
+) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64]]:
+    """Turn per-token origin bits into distinct packed masks.
+
+    Args:
+        per_token: uint64[T, ceil(R/64)], bit r set when trie token t is live from origin r.
+
+    Returns:
+        (masks int32[M, ceil(V/32)] distinct text-token masks without EOS,
+         mask_of_origin int64[R]).
+
+    Tokens with equal origin bits form a signature; origins with equal signature columns
+    share a mask. Both are few, so the V x R bit transpose shrinks to one gather of
+    M x V bytes and a contiguous pack.
+    """
+    sig_first, token_sig = _unique_rows(per_token)
+    sig_rows = np.ascontiguousarray(per_token[sig_first]).view(np.uint8)
+    sig_bits = np.unpackbits(sig_rows, axis=1, count=num_origins, bitorder="little")
+    columns = np.ascontiguousarray(sig_bits.T)  # uint8[R, S]: the signatures each origin allows
+    column_words = np.packbits(columns, axis=1, bitorder="little")
+    pad = (-column_words.shape[1]) % 8
+    column_words = np.pad(column_words, ((0, 0), (0, pad))).view(np.uint64)
+    rep_first, mask_of_origin = _unique_rows(column_words)
+    rep_bits = np.concatenate(  # an extra all-zero signature for ids that are not text
+        [columns[rep_first], np.zeros((rep_first.shape[0], 1), dtype=np.uint8)], axis=1)
+    width = bitmask_words(vocab_size) * 32
+    sig_of_id = np.full(width, sig_bits.shape[0], dtype=np.int64)
+    sig_of_id[trie.token_ids] = token_sig
+    allowed = rep_bits[:, sig_of_id]  # uint8[M, 32W]
+    packed = np.packbits(allowed, axis=1, bitorder="little")
+    return np.ascontiguousarray(packed).view("<i4").astype(np.int32, copy=False), mask_of_origin

@@ -1,0 +1,255 @@
+"""Lark grammar + vocabulary → GrammarIndex: precomputed token groups the parser picks from.
+
+For every lexer state (the origin) each text token has one or a few outcomes: the
+terminals it completes (with the lexer context assumed after each), the lexer state it
+ends in, and so the set of terminals its last, unfinished lexeme can still become. Tokens
+with equal (emitted terminals, possible terminals) from the same origin form a group with
+one precomputed mask. Tokens that stay inside the lexeme form the few big groups (the
+inside-a-string group holds most of the vocabulary); tokens that cross lexeme
+boundaries form many small ones. At run time the parser decides which groups of the
+current origin are valid for its stack, and their masks are ORed (runtime/grammar_matcher).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from fsmcompile.index.bits import bitmask_words, pack_bool_rows
+from fsmcompile.index.grammar_lexer import LexerAutomaton, build_lexer_automaton
+from fsmcompile.index.grammar_walk import (
+    ConstraintTable,
+    SequenceTable,
+    WalkRecords,
+    walk_grammar_tokens,
+)
+from fsmcompile.spec.lark.grammar import LarkGrammar, ParseTable
+from fsmcompile.vocabulary import Vocabulary
+
+logger = logging.getLogger(__name__)
+
+# A group with more tokens than this is stored as a packed row; fewer as a token list.
+# At ~20 ns per listed id, a list of 256 costs about one dense OR of a 128k-token row.
+_DENSE_MIN_TOKENS = 256
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class GrammarIndex:
+    """What the runtime needs to mask logits for one Lark grammar and one tokenizer.
+
+    Attributes:
+        lexer: the merged leftmost-first lexer automaton (L states).
+        table: lark's LALR table.
+        terminal_names: lark's terminal names, by terminal id.
+        ignored: bool[T], `%ignore`d terminals.
+        seq_parent / seq_terminal / seq_context: int32[Q], emitted sequences: id 0 is
+            empty, id s is seq_parent[s] followed by terminal seq_terminal[s], after which
+            the next lexeme was lexed in context seq_context[s].
+        state_rset: int32[L], the label set (terminals the lexeme can still become) of
+            each lexer state; rset_start int64[R+1] / rset_terminals int32[...] list them.
+        origin_entry_start: int64[L+1], the groups valid-to-check from origin o are
+            entry_group[origin_entry_start[o]:origin_entry_start[o+1]].
+        entry_group: int32[E], group ids (a group is shared by the origins that agree on it).
+        group_seq / group_rset: int32[G], what a group's tokens emit and can still become.
+        group_dense: int32[G], row of `masks` holding the group's tokens, or -1 when they
+            are listed in group_tokens[group_token_start[g]:group_token_start[g+1]].
+        masks: int32[D, ceil(V/32)], the distinct dense group masks (layout in bits.py).
+        vocabulary, kind ('lark'), spec_hash: as for TokenIndex.
+    """
+
+    lexer: LexerAutomaton
+    table: ParseTable
+    terminal_names: tuple[str, ...]
+    ignored: npt.NDArray[np.bool_]
+    seq_parent: npt.NDArray[np.int32]
+    seq_terminal: npt.NDArray[np.int32]
+    seq_context: npt.NDArray[np.int32]
+    state_rset: npt.NDArray[np.int32]
+    rset_start: npt.NDArray[np.int64]
+    rset_terminals: npt.NDArray[np.int32]
+    origin_entry_start: npt.NDArray[np.int64]
+    entry_group: npt.NDArray[np.int32]
+    group_seq: npt.NDArray[np.int32]
+    group_rset: npt.NDArray[np.int32]
+    group_dense: npt.NDArray[np.int32]
+    group_token_start: npt.NDArray[np.int64]
+    group_tokens: npt.NDArray[np.int32]
+    masks: npt.NDArray[np.int32]
+    vocabulary: Vocabulary
+    kind: str
+    spec_hash: str
+
+    @property
+    def num_states(self) -> int:
+        """Lexer states (the origins groups are indexed by)."""
+        return self.lexer.num_states
+
+    @property
+    def num_groups(self) -> int:
+        return int(self.group_seq.shape[0])
+
+    @property
+    def vocab_size(self) -> int:
+        return self.vocabulary.size
+
+    def next_contexts(self) -> list[list[int]]:
+        """Per terminal, the lexer contexts a shift of it can lead to (sorted)."""
+        return next_contexts(self.table, len(self.terminal_names))
+
+
+def next_contexts(table: ParseTable, num_terminals: int) -> list[list[int]]:
+    """Per terminal t, the contexts of every state some `shift t` goes to.
+
+    The walk assumes each in turn after a lexeme of t; the parser later keeps the one
+    its stack really leads to. Cost: O(P x T) numpy.
+    """
+    action = table.action[:, :num_terminals]
+    out: list[list[int]] = []
+    for t in range(num_terminals):
+        targets = action[:, t][action[:, t] > 0] - 1
+        out.append(sorted(set(table.context_of_state[targets].tolist())))
+    return out
+
+
+def reachable_labels(lexer: LexerAutomaton, num_terminals: int) -> npt.NDArray[np.bool_]:
+    """bool[L, T]: the labels each state can still reach without a cut (itself included)."""
+    reach = np.zeros((lexer.num_states, num_terminals), dtype=np.bool_)
+    labelled = np.flatnonzero(lexer.label >= 0)
+    reach[labelled, lexer.label[labelled]] = True
+    trans = lexer.transitions
+    while True:
+        nxt = reach.copy()
+        for c in range(trans.shape[1]):
+            ok = trans[:, c] >= 0
+            nxt[ok] |= reach[trans[ok, c]]
+        if np.array_equal(nxt, reach):
+            return reach
+        reach = nxt
+
+
+def build_grammar_index(grammar: LarkGrammar, vocab: Vocabulary, *, spec_hash: str,
+                        max_states: int, deadline: float | None = None) -> GrammarIndex:
+    """Build the lexer automaton and every origin's token groups.
+
+    Raises:
+        BudgetExceededError: the lexer passes `max_states` or the compile its deadline.
+        UnsupportedFeatureError: a terminal the lexer automaton cannot express.
+    """
+    started = time.perf_counter()
+    lexer = build_lexer_automaton(grammar, max_states=max_states, deadline=deadline)
+    num_terminals = len(grammar.terminals)
+    ignored = grammar.ignored
+    contexts_after = next_contexts(grammar.table, num_terminals)
+    lexed = time.perf_counter()
+
+    sequences = SequenceTable()
+    records = walk_grammar_tokens(lexer, vocab.trie, contexts_after, ignored.tolist(),
+                                  sequences, ConstraintTable(), deadline)
+    walked = time.perf_counter()
+
+    reach = reachable_labels(lexer, num_terminals)
+    rsets, state_rset = np.unique(reach, axis=0, return_inverse=True)
+    state_rset = state_rset.reshape(-1).astype(np.int32)
+    groups = _groups(records, state_rset, vocab, lexer.num_states)
+    rset_rows, rset_cols = np.nonzero(rsets)
+    rset_start = np.searchsorted(rset_rows, np.arange(rsets.shape[0] + 1)).astype(np.int64)
+    logger.debug("grammar index: %d lexer states, %d groups, %d dense masks; lexer %.1f ms, "
+                 "walk %.1f ms, groups %.1f ms", lexer.num_states, groups["group_seq"].shape[0],
+                 groups["masks"].shape[0], (lexed - started) * 1e3, (walked - lexed) * 1e3,
+                 (time.perf_counter() - walked) * 1e3)
+    return GrammarIndex(
+        lexer=lexer,
+        table=grammar.table,
+        terminal_names=tuple(t.name for t in grammar.terminals),
+        ignored=ignored,
+        seq_parent=np.asarray(sequences.parent, dtype=np.int32),
+        seq_terminal=np.asarray(sequences.terminal, dtype=np.int32),
+        seq_context=np.asarray(sequences.context, dtype=np.int32),
+        state_rset=state_rset,
+        rset_start=rset_start,
+        rset_terminals=rset_cols.astype(np.int32),
+        **groups,
+        vocabulary=vocab,
+        kind="lark",
+        spec_hash=spec_hash,
+    )
+
+
+def _sorted_unique(values: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """np.unique by sorting: numpy 2's hash-based plain `np.unique` is ~50x slower here."""
+    ordered = np.sort(values)
+    return ordered[np.concatenate([[True], ordered[1:] != ordered[:-1]])] if ordered.size \
+        else ordered
+
+
+def _unique_rows(rows: npt.NDArray[np.uint64]) -> tuple[npt.NDArray[np.int64],
+                                                      npt.NDArray[np.int64]]:
+    """(first member, class id) of equal rows; a 64-bit hash makes it a 1-D unique."""
+    rng = np.random.default_rng(0x5EED)
+    mult = rng.integers(1, 2**63, size=rows.shape[1], dtype=np.uint64) | np.uint64(1)
+    hashed = (rows * mult).sum(axis=1, dtype=np.uint64)
+    _, first, inv = np.unique(hashed, return_index=True, return_inverse=True)
+    inv = inv.reshape(-1)
+    if not np.array_equal(rows, rows[first[inv]]):  # a collision: do it exactly
+        _, first, inv = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+        inv = inv.reshape(-1)
+    return first.astype(np.int64), inv.astype(np.int64)
+
+
+def _groups(records: WalkRecords, state_rset: npt.NDArray[np.int32], vocab: Vocabulary,
+            num_origins: int) -> dict[str, npt.NDArray[Any]]:
+    """Group token outcomes by (seq, label set, origins) and list each origin's groups.
+
+    Grouping by the origin bitset first keeps the work linear in the records: the
+    inside-a-string outcome of 100k tokens is one group shared by every string state,
+    never 100k x (string states) pairs.
+    """
+    trie = vocab.trie
+    rset = state_rset[records.state].astype(np.uint64)
+    sig = np.concatenate([records.seq.astype(np.uint64)[:, None], rset[:, None],
+                          records.origins], axis=1)
+    first, group_of_rec = _unique_rows(sig)
+    num_groups = first.shape[0]
+    # Tokens of each record's trie node (several ids can share bytes).
+    by_node = np.argsort(trie.token_node, kind="stable")
+    node_sorted = trie.token_node[by_node].astype(np.int64)
+    lo = np.searchsorted(node_sorted, records.node, side="left")
+    counts = np.searchsorted(node_sorted, records.node, side="right") - lo
+    rec = np.repeat(np.arange(records.node.shape[0]), counts)
+    offs = np.arange(rec.shape[0]) - np.repeat(np.cumsum(counts) - counts, counts)
+    tokens = trie.token_ids[by_node[lo[rec] + offs]]
+    member = _sorted_unique(group_of_rec[rec] * vocab.size + tokens)
+    group_of, tokens = member // vocab.size, member % vocab.size
+    sizes = np.bincount(group_of, minlength=num_groups)
+    dense = np.flatnonzero(sizes >= _DENSE_MIN_TOKENS)
+    in_dense = np.full(num_groups, -1, dtype=np.int64)
+    in_dense[dense] = np.arange(dense.shape[0])
+    listed = in_dense[group_of] < 0
+    allowed = np.zeros((dense.shape[0], vocab.size), dtype=np.bool_)
+    allowed[in_dense[group_of[~listed]], tokens[~listed]] = True
+    masks, row_of = np.unique(pack_bool_rows(allowed), axis=0, return_inverse=True)
+    group_dense = np.full(num_groups, -1, dtype=np.int32)
+    group_dense[dense] = row_of.reshape(-1)
+    listed_sizes = np.where(group_dense < 0, sizes, 0)
+    # Entries: (origin, group) pairs from each group's origin bitset, sorted by origin.
+    origin_bytes = np.ascontiguousarray(records.origins[first]).view(np.uint8)
+    flags = np.unpackbits(origin_bytes, axis=1, bitorder="little")[:, :num_origins]
+    entry_group, entry_origin = np.nonzero(flags)
+    order = np.lexsort((entry_group, entry_origin))
+    entry_group, entry_origin = entry_group[order], entry_origin[order]
+    return {
+        "origin_entry_start": np.searchsorted(entry_origin, np.arange(num_origins + 1)
+                                              ).astype(np.int64),
+        "entry_group": entry_group.astype(np.int32),
+        "group_seq": records.seq[first].astype(np.int32),
+        "group_rset": state_rset[records.state[first]].astype(np.int32),
+        "group_dense": group_dense,
+        "group_token_start": np.concatenate([[0], np.cumsum(listed_sizes)]).astype(np.int64),
+        "group_tokens": tokens[listed].astype(np.int32),
+        "masks": np.ascontiguousarray(masks, dtype=np.int32),
+    }

@@ -1,0 +1,295 @@
+"""The lexer automaton of a Lark grammar: one byte DFA per lark lexer context, merged.
+
+lark's contextual lexer tries, in each parser state, one `re` alternation of the terminals
+that state accepts: the first alternative that matches wins, with Python's
+backtracking preference inside it. That is leftmost-first matching, not longest match, and
+a plain language DFA (`build_dfa`) cannot tell `a|ab` from `ab|a`. So each context gets a
+leftmost-first DFA, built the way RE2 and Rust's regex-automata build one: DFA states are
+priority-ordered lists of NFA states, and the threads behind the first one that reaches a
+match are dropped. The lexeme lark cuts is then the last labelled state before the DFA
+dies. lark's `UnlessCallback` (a NAME lexeme that spells a keyword is renamed) is folded in
+by tracking the keyword literals alongside, without priority.
+
+All contexts share one state space and one byte-class map; states with the same future are
+merged across contexts (Moore minimization), except that a state labelled with an
+`%ignore`d terminal keeps its context, since lark restarts in the same context after it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from fsmcompile.automaton.ir import Alt, And, ByteSet, CharSet, Concat, Node, Repeat
+from fsmcompile.automaton.utf8 import utf8_sequences
+from fsmcompile.errors import BudgetExceededError, UnsupportedFeatureError
+from fsmcompile.spec.lark.grammar import LarkGrammar
+
+_BYTE, _SPLIT, _MATCH = 0, 1, 2
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class LexerAutomaton:
+    """Every lexer context of a grammar as one trimmed byte DFA (L states, C classes).
+
+    Attributes:
+        transitions: int32[L, C], next state per (state, byte class); -1 is dead.
+        class_of_byte: int32[256].
+        label: int32[L], the terminal lark emits if the lexeme is cut here; -1 if none.
+        context_start: int32[K], the state a new lexeme starts in, per lexer context.
+        restart_context: int32[L], for states labelled with an `%ignore`d terminal, the
+            context the next lexeme starts in (the same one); -1 elsewhere.
+    """
+
+    transitions: npt.NDArray[np.int32]
+    class_of_byte: npt.NDArray[np.int32]
+    label: npt.NDArray[np.int32]
+    context_start: npt.NDArray[np.int32]
+    restart_context: npt.NDArray[np.int32]
+
+    @property
+    def num_states(self) -> int:
+        return int(self.transitions.shape[0])
+
+
+class _Nfa:
+    """A byte NFA with ordered epsilon splits (the order is the match preference)."""
+
+    def __init__(self, max_states: int, deadline: float | None) -> None:
+        self.kind: list[int] = []
+        self.ranges: list[tuple[tuple[int, int], ...]] = []
+        self.out: list[list[int]] = []
+        self.max_states = max_states
+        self.deadline = deadline
+
+    def add(self, kind: int, ranges: tuple[tuple[int, int], ...] = (),
+            out: list[int] | None = None) -> int:
+        if len(self.kind) >= self.max_states:
+            raise BudgetExceededError(
+                f"the lexer NFA needs more than max_states={self.max_states} states; "
+                "raise max_states or bound the terminals' repetition counts",
+                limit="max_states", value=self.max_states)
+        if self.deadline is not None and len(self.kind) % 1024 == 0 and \
+                time.monotonic() > self.deadline:
+            raise BudgetExceededError("compile timed out while building the lexer",
+                                      limit="timeout_s", value=0.0)
+        self.kind.append(kind)
+        self.ranges.append(ranges)
+        self.out.append(out if out is not None else [])
+        return len(self.kind) - 1
+
+    def build(self, node: Node, nxt: int) -> int:
+        """States for `node` followed by state `nxt`; returns the entry state."""
+        if isinstance(node, CharSet):
+            heads = [self._sequence(seq, nxt) for seq in utf8_sequences(node.ranges)]
+            return heads[0] if len(heads) == 1 else self.add(_SPLIT, out=heads)
+        if isinstance(node, ByteSet):
+            return self.add(_BYTE, node.ranges, [nxt]) if node.ranges else self.add(_SPLIT)
+        if isinstance(node, Concat):
+            for item in reversed(node.items):
+                nxt = self.build(item, nxt)
+            return nxt
+        if isinstance(node, Alt):
+            return self.add(_SPLIT, out=[self.build(item, nxt) for item in node.items])
+        if isinstance(node, Repeat):
+            return self._repeat(node, nxt)
+        if isinstance(node, And):
+            raise UnsupportedFeatureError("intersections have no match preference in lark terminals")
+        raise TypeError(f"not an IR node: {node!r}")
+
+    def _sequence(self, seq: tuple[tuple[int, int], ...], nxt: int) -> int:
+        for lo, hi in reversed(seq):
+            nxt = self.add(_BYTE, ((lo, hi),), [nxt])
+        return nxt
+
+    def _repeat(self, node: Repeat, nxt: int) -> int:
+        # Greedy, as Python's `*`, `+`, `{m,n}`: each split prefers one more iteration.
+        if node.max is None:
+            loop = self.add(_SPLIT)
+            self.out[loop] = [self.build(node.item, loop), nxt]
+            entry = loop
+        else:
+            entry = nxt
+            for _ in range(node.max - node.min):
+                entry = self.add(_SPLIT, out=[self.build(node.item, entry), nxt])
+        for _ in range(node.min):
+            entry = self.build(node.item, entry)
+        return entry
+
+    def closure(self, states: list[int]) -> list[int]:
+        """Non-split states reachable by epsilon moves, in preference order, first kept."""
+        out: list[int] = []
+        seen: set[int] = set()
+        stack = list(reversed(states))
+        while stack:
+            s = stack.pop()
+            if s in seen:
+                continue
+            seen.add(s)
+            if self.kind[s] == _SPLIT:
+                stack.extend(reversed(self.out[s]))
+            else:
+                out.append(s)
+        return out
+
+
+def _byte_classes(nfa: _Nfa) -> tuple[npt.NDArray[np.int32], list[int]]:
+    """class_of_byte for the cuts of every byte range, and one byte per class."""
+    cuts = {0, 256}
+    for kind, ranges in zip(nfa.kind, nfa.ranges, strict=True):
+        if kind == _BYTE:
+            for lo, hi in ranges:
+                cuts.update((lo, hi + 1))
+    bounds = sorted(cuts)
+    class_of_byte = np.zeros(256, dtype=np.int32)
+    for c, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):
+        class_of_byte[lo:hi] = c
+    return class_of_byte, bounds[:-1]
+
+
+def _moore_minimize(trans: npt.NDArray[np.int32], output: npt.NDArray[np.int64]
+                    ) -> npt.NDArray[np.int64]:
+    """Block id of each state: states with equal outputs along every path share a block."""
+    _, block = np.unique(output, return_inverse=True)
+    block = block.reshape(-1).astype(np.int64)
+    while True:
+        nxt = np.where(trans >= 0, block[np.maximum(trans, 0)], -1)
+        sig = np.concatenate([block[:, None], nxt], axis=1)
+        _, new_block = np.unique(sig, axis=0, return_inverse=True)
+        new_block = new_block.reshape(-1).astype(np.int64)
+        if new_block.max(initial=-1) == block.max(initial=-1):
+            return new_block
+        block = new_block
+
+
+def build_lexer_automaton(grammar: LarkGrammar, *, max_states: int,
+                          deadline: float | None = None) -> LexerAutomaton:
+    """One leftmost-first DFA per lexer context, merged and minimized.
+
+    Cost: subset construction in Python, O(DFA states x classes x NFA threads); lark
+    terminals give tens to hundreds of states per context.
+
+    Raises:
+        BudgetExceededError: more than `max_states` states, or `deadline` passed.
+        UnsupportedFeatureError: a terminal whose IR has no match preference.
+    """
+    nfa = _Nfa(max_states, deadline)
+    match_of_terminal = [nfa.add(_MATCH, out=[t]) for t in range(len(grammar.terminals))]
+    term_entry = [nfa.build(term.node, match_of_terminal[t])
+                  for t, term in enumerate(grammar.terminals)]
+    class_of_byte, class_byte = _byte_classes(nfa)
+    num_classes = len(class_byte)
+    step: list[list[int] | None] = [
+        [o[0] if any(lo <= b <= hi for lo, hi in r) else -1 for b in class_byte]
+        if k == _BYTE else None
+        for k, r, o in zip(nfa.kind, nfa.ranges, nfa.out, strict=True)
+    ]
+    is_match = [k == _MATCH for k in nfa.kind]
+    ignored = grammar.ignored
+
+    states: dict[tuple[tuple[int, ...], frozenset[int]], int] = {}
+    rows: list[list[int]] = []
+    labels: list[int] = []
+    restart: list[int] = []
+    starts: list[int] = []
+
+    def intern(main: list[int], shadow: frozenset[int], ctx: int,
+               unless: dict[int, tuple[int, ...]], pending: list[tuple[int, tuple[int, ...],
+                                                                        frozenset[int]]]) -> int:
+        for i, s in enumerate(main):
+            if is_match[s]:
+                del main[i + 1:]  # lower-preference threads lose to this match
+                break
+        if not main:
+            return -1
+        key = (ctx, *main), shadow
+        found = states.get(key)
+        if found is not None:
+            return found
+        if len(rows) >= max_states:
+            raise BudgetExceededError(
+                f"the lexer automaton needs more than max_states={max_states} states",
+                limit="max_states", value=max_states)
+        label = nfa.out[main[-1]][0] if is_match[main[-1]] else -1
+        if label >= 0:
+            for keyword in unless.get(label, ()):
+                if match_of_terminal[keyword] in shadow:
+                    label = keyword
+                    break
+        sid = len(rows)
+        states[key] = sid
+        rows.append([-1] * num_classes)
+        labels.append(label)
+        restart.append(ctx if label >= 0 and ignored[label] else -1)
+        pending.append((sid, tuple(main), shadow))
+        return sid
+
+    for ctx, context in enumerate(grammar.contexts):
+        unless = dict(context.unless)
+        keywords = sorted({k for _, ks in context.unless for k in ks})
+        shadow0 = frozenset(s for s in nfa.closure([term_entry[k] for k in keywords])
+                            if is_match[s] or step[s] is not None)
+        pending: list[tuple[int, tuple[int, ...], frozenset[int]]] = []
+        start = intern(nfa.closure([term_entry[t] for t in context.terminals]), shadow0, ctx,
+                       unless, pending)
+        starts.append(start)
+        while pending:
+            sid, main, shadow = pending.pop()
+            if deadline is not None and time.monotonic() > deadline:
+                raise BudgetExceededError("compile timed out while building the lexer",
+                                          limit="timeout_s", value=0.0)
+            for c in range(num_classes):
+                moved = [t for s in main if (row := step[s]) is not None and (t := row[c]) >= 0]
+                if not moved:
+                    continue
+                moved_shadow = [t for s in shadow if (row := step[s]) is not None
+                                and (t := row[c]) >= 0]
+                rows[sid][c] = intern(nfa.closure(moved), frozenset(nfa.closure(moved_shadow)),
+                                      ctx, unless, pending)
+    trans = np.array(rows, dtype=np.int32).reshape(len(rows), num_classes)
+    return _finish(trans, class_of_byte, np.array(labels, dtype=np.int32),
+                   np.array(starts, dtype=np.int32), np.array(restart, dtype=np.int32))
+
+
+def _finish(trans: npt.NDArray[np.int32], class_of_byte: npt.NDArray[np.int32],
+            label: npt.NDArray[np.int32], starts: npt.NDArray[np.int32],
+            restart: npt.NDArray[np.int32]) -> LexerAutomaton:
+    """Trim states that can never be cut into a lexeme, then merge equal futures."""
+    num_states = trans.shape[0]
+    live = label >= 0
+    while True:
+        reach = live | (np.where(trans >= 0, live[np.maximum(trans, 0)], False).any(axis=1))
+        if np.array_equal(reach, live):
+            break
+        live = reach
+    trans = np.where((trans >= 0) & live[np.maximum(trans, 0)], trans, -1).astype(np.int32)
+    output = (label.astype(np.int64) + 1) * 65536 + (restart.astype(np.int64) + 1)
+    # Dead states all share one block, so mark them by an output no live state has.
+    output = np.where(live, output, -1)
+    block = _moore_minimize(trans, output)
+    # Renumber blocks: live blocks first, in order of first state.
+    order = np.argsort(np.where(live, 0, 1), kind="stable")
+    new_id = np.full(int(block.max()) + 1, -1, dtype=np.int64)
+    count = 0
+    first = np.zeros(int(block.max()) + 1, dtype=np.int64)
+    for s in order.tolist():
+        if not live[s]:
+            continue
+        b = int(block[s])
+        if new_id[b] < 0:
+            new_id[b] = count
+            first[count] = s
+            count += 1
+    reps = first[:count]
+    mapped = np.where(trans[reps] >= 0, new_id[block[np.maximum(trans[reps], 0)]], -1)
+    return LexerAutomaton(
+        transitions=np.ascontiguousarray(mapped, dtype=np.int32),
+        class_of_byte=class_of_byte,
+        label=np.ascontiguousarray(label[reps], dtype=np.int32),
+        context_start=np.array([new_id[block[s]] if s >= 0 and live[s] else -1
+                                for s in starts.tolist()], dtype=np.int32),
+        restart_context=np.ascontiguousarray(restart[reps], dtype=np.int32),
+        )

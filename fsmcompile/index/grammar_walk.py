@@ -1,0 +1,322 @@
+"""Walk the vocabulary trie through a grammar's lexer, cutting lexemes the way lark does.
+
+From each lexer state (the origin) every token's bytes are fed to the lexer automaton.
+While the automaton lives the token stays inside the lexeme. Where a labelled state meets
+a byte that kills it, lark cuts the lexeme there and the byte starts a new one. Where the
+byte instead leads to an unlabelled live state (`1.` after the number `1`), lark's choice
+depends on bytes not seen yet: it keeps the longer lexeme only if the automaton reaches
+another labelled state before it dies. The walk follows both branches; the "cut" branch
+carries the abandoned automaton state as a constraint that must die before it reaches a
+label, and is dropped if it does not.
+
+After a cut the next lexeme's context is the parser's business: it is the context of the
+state the parser reaches by shifting the terminal. The walk tries every context some shift
+of that terminal can lead to and records which one it assumed, so the parser can check.
+A token's outcome is thus (terminals emitted with the context assumed after each, lexer
+state at the end, constraints still open); `seq` ids name the emitted sequences.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from fsmcompile.errors import BudgetExceededError
+from fsmcompile.index.grammar_lexer import LexerAutomaton
+from fsmcompile.vocabulary.trie import TokenTrie
+
+Emitted = tuple[tuple[int, int], ...]
+"""Terminals a token completes, each with the lexer context assumed after it."""
+
+
+@dataclass(slots=True)
+class SequenceTable:
+    """Interned emitted sequences: id 0 is the empty one, each other id extends a parent."""
+
+    parent: list[int] = field(default_factory=lambda: [-1])
+    terminal: list[int] = field(default_factory=lambda: [-1])
+    context: list[int] = field(default_factory=lambda: [-1])
+    _ids: dict[tuple[int, int, int], int] = field(default_factory=dict)
+
+    def extend(self, seq: int, terminal: int, context: int) -> int:
+        key = (seq, terminal, context)
+        found = self._ids.get(key)
+        if found is None:
+            found = len(self.parent)
+            self._ids[key] = found
+            self.parent.append(seq)
+            self.terminal.append(terminal)
+            self.context.append(context)
+        return found
+
+    def emitted(self, seq: int) -> Emitted:
+        out: list[tuple[int, int]] = []
+        while seq > 0:
+            out.append((self.terminal[seq], self.context[seq]))
+            seq = self.parent[seq]
+        return tuple(reversed(out))
+
+
+@dataclass(slots=True)
+class ConstraintTable:
+    """Interned constraint sets (lexer states that must die unlabelled); id 0 is empty."""
+
+    sets: list[frozenset[int]] = field(default_factory=lambda: [frozenset()])
+    _ids: dict[frozenset[int], int] = field(default_factory=lambda: {frozenset(): 0})
+
+    def intern(self, states: frozenset[int]) -> int:
+        found = self._ids.get(states)
+        if found is None:
+            found = len(self.sets)
+            self._ids[states] = found
+            self.sets.append(states)
+        return found
+
+
+def step_constraints(lexer: LexerAutomaton, states: frozenset[int], byte_class: int
+                     ) -> frozenset[int] | None:
+    """The constraint set after one byte; None when a constraint reached a label (fail)."""
+    out = []
+    for c in states:
+        nxt = int(lexer.transitions[c, byte_class])
+        if nxt >= 0:
+            if lexer.label[nxt] >= 0:
+                return None
+            out.append(nxt)
+    return frozenset(out)
+
+
+def walk_bytes(lexer: LexerAutomaton, next_contexts: list[list[int]], ignored: list[bool],
+               state: int, constraints: frozenset[int], data: bytes
+               ) -> list[tuple[Emitted, int, frozenset[int]]]:
+    """Every outcome of feeding `data` to the lexer from `state` (the slow, obvious walk).
+
+    The runtime uses it once per (state, constraints, token) and the tests compare it with
+    the vectorized walk. Returns (emitted, end state, open constraints) triples, deduplicated.
+    """
+    trans = lexer.transitions
+    label = lexer.label
+    configs: set[tuple[Emitted, int, frozenset[int]]] = {((), state, constraints)}
+    for byte in data:
+        cls = int(lexer.class_of_byte[byte])
+        nxt_configs: set[tuple[Emitted, int, frozenset[int]]] = set()
+        for emitted, q, cons in configs:
+            stepped = step_constraints(lexer, cons, cls) if cons else cons
+            if stepped is None:
+                continue
+            nq = int(trans[q, cls])
+            if nq >= 0:
+                nxt_configs.add((emitted, nq, stepped))
+            lab = int(label[q])
+            if lab < 0 or (nq >= 0 and label[nq] >= 0):
+                continue
+            cut_cons = stepped | {nq} if nq >= 0 else stepped
+            if ignored[lab]:
+                start = int(lexer.context_start[lexer.restart_context[q]])
+                fresh = int(trans[start, cls])
+                if fresh >= 0:
+                    nxt_configs.add((emitted, fresh, cut_cons))
+                continue
+            for ctx in next_contexts[lab]:
+                fresh = int(trans[lexer.context_start[ctx], cls])
+                if fresh >= 0:
+                    nxt_configs.add((emitted + ((lab, ctx),), fresh, cut_cons))
+        configs = nxt_configs
+        if not configs:
+            break
+    return sorted(configs, key=lambda c: (c[0], c[1], sorted(c[2])))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class WalkRecords:
+    """Token outcomes per origin, as parallel arrays (E records).
+
+    Attributes:
+        node: int64[E], the trie node where the token(s) end.
+        state: int64[E], the lexer state at the token's end.
+        seq: int64[E], the emitted sequence id.
+        origins: uint64[E, ceil(L/64)], which origin lexer states have this outcome.
+    """
+
+    node: npt.NDArray[np.int64]
+    state: npt.NDArray[np.int64]
+    seq: npt.NDArray[np.int64]
+    origins: npt.NDArray[np.uint64]
+
+
+def _or_runs(bits: npt.NDArray[np.uint64], starts: npt.NDArray[np.int64]) -> npt.NDArray[np.uint64]:
+    if bits.shape[0] == starts.shape[0]:
+        return bits
+    return np.bitwise_or.reduceat(bits, starts, axis=0)
+
+
+def walk_grammar_tokens(lexer: LexerAutomaton, trie: TokenTrie, next_contexts: list[list[int]],
+                        ignored: list[bool], sequences: SequenceTable,
+                        constraints: ConstraintTable, deadline: float | None = None
+                        ) -> WalkRecords:
+    """Outcomes of every text token from every lexer state, level by level through the trie.
+
+    Frontier entries are (node, lexer state, seq, constraint set) with a bitset of the
+    origins that reach them, so origins that converge (every state inside a string reaches
+    the same state on a letter) are walked once. Cost grows with distinct live entries.
+    Inside-lexeme steps are numpy; cuts and constraints go through small Python loops over
+    distinct (sequence, terminal, context) and (constraint set, byte class) pairs only.
+    """
+    num_states = lexer.num_states
+    words = (num_states + 63) // 64
+    trans = lexer.transitions.astype(np.int64)
+    label = lexer.label.astype(np.int64)
+    has_label = np.append(label >= 0, False)  # index -1 (dead) maps to False
+    byte_class = lexer.class_of_byte[trie.node_byte].astype(np.int64)
+    is_token_node = np.zeros(trie.num_nodes, dtype=np.bool_)
+    is_token_node[trie.token_node] = True
+    ignored_arr = np.asarray(ignored + [False], dtype=np.bool_)
+    restart_start = np.where(lexer.restart_context >= 0,
+                             lexer.context_start[np.maximum(lexer.restart_context, 0)], -1)
+    fan_ctx = [np.asarray(ctxs, dtype=np.int64) for ctxs in next_contexts]
+
+    node = np.zeros(num_states, dtype=np.int64)
+    state = np.arange(num_states, dtype=np.int64)
+    seq = np.zeros(num_states, dtype=np.int64)
+    cid = np.zeros(num_states, dtype=np.int64)
+    bits = np.zeros((num_states, words), dtype=np.uint64)
+    idx = np.arange(num_states)
+    bits[idx, idx // 64] = np.left_shift(np.uint64(1), (idx % 64).astype(np.uint64))
+    rec_node, rec_state, rec_seq, rec_bits = [], [], [], []
+
+    while state.shape[0]:
+        if deadline is not None and time.monotonic() > deadline:
+            raise BudgetExceededError("compile timed out while walking the vocabulary",
+                                      limit="timeout_s", value=0.0)
+        lo = trie.child_lo[node]
+        counts = trie.child_hi[node] - lo
+        total = int(counts.sum())
+        if total == 0:
+            break
+        parent = np.repeat(np.arange(state.shape[0]), counts)
+        pos = lo[parent] + (np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts))
+        child = trie.level_nodes[pos].astype(np.int64)
+        cls = byte_class[child]
+        q = state[parent]
+        nq = trans[q, cls]
+        lab = label[q]
+        cut = (lab >= 0) & ~has_label[nq]
+        fork = np.where(cut & (nq >= 0), nq, -1)
+
+        # Parts (edge indices): stay in the lexeme, cut after an ignored terminal, cut after
+        # a parsed one (once per context the parser may be in next).
+        stay = np.flatnonzero(nq >= 0)
+        part_edge = [stay]
+        part_state = [nq[stay]]
+        part_seq = [seq[parent[stay]]]
+        part_fork = [np.full(stay.shape[0], -1, dtype=np.int64)]
+        is_ign = np.flatnonzero(cut & ignored_arr[lab])
+        if is_ign.shape[0]:
+            part_edge.append(is_ign)
+            part_state.append(trans[restart_start[q[is_ign]], cls[is_ign]])
+            part_seq.append(seq[parent[is_ign]])
+            part_fork.append(fork[is_ign])
+        is_tok = np.flatnonzero(cut & ~ignored_arr[lab])
+        if is_tok.shape[0]:
+            for t in np.unique(lab[is_tok]).tolist():
+                sel = is_tok[lab[is_tok] == t]
+                for ctx in fan_ctx[t].tolist():
+                    fresh = trans[lexer.context_start[ctx], cls[sel]]
+                    ok = fresh >= 0
+                    if not ok.any():
+                        continue
+                    s_sel = sel[ok]
+                    uniq, inv = np.unique(seq[parent[s_sel]], return_inverse=True)
+                    new = np.array([sequences.extend(int(s), t, ctx) for s in uniq.tolist()],
+                                   dtype=np.int64)
+                    part_edge.append(s_sel)
+                    part_state.append(fresh[ok])
+                    part_seq.append(new[inv.reshape(-1)])
+                    part_fork.append(fork[s_sel])
+        e_edge = np.concatenate(part_edge)
+        e_state = np.concatenate(part_state)
+        e_seq = np.concatenate(part_seq)
+        e_fork = np.concatenate(part_fork)
+        keep = e_state >= 0
+        e_edge, e_state, e_seq, e_fork = e_edge[keep], e_state[keep], e_seq[keep], e_fork[keep]
+        e_cid = cid[parent[e_edge]]
+        # Constraints: step the open ones with this byte, add the fork's new one.
+        busy = (e_cid != 0) | (e_fork >= 0)
+        if busy.any():
+            b_idx = np.flatnonzero(busy)
+            key = np.stack([e_cid[b_idx], cls[e_edge[b_idx]], e_fork[b_idx]], axis=1)
+            uniq, inv = np.unique(key, axis=0, return_inverse=True)
+            mapped = np.empty(uniq.shape[0], dtype=np.int64)
+            for i, (c_id, c_cls, c_fork) in enumerate(uniq.tolist()):
+                stepped = step_constraints(lexer, constraints.sets[c_id], c_cls)
+                if stepped is None:
+                    mapped[i] = -1
+                    continue
+                if c_fork >= 0:
+                    stepped = stepped | {c_fork}
+                mapped[i] = constraints.intern(stepped)
+            e_cid = e_cid.copy()
+            e_cid[b_idx] = mapped[inv.reshape(-1)]
+            alive = e_cid >= 0
+            e_edge, e_state, e_seq, e_cid = e_edge[alive], e_state[alive], e_seq[alive], e_cid[alive]
+        if e_state.shape[0] == 0:
+            break
+        # Merge equal (node, state, seq, constraints) entries; OR their origin bitsets.
+        cfg_key = np.stack([child[e_edge], e_seq, e_cid, e_state], axis=1)
+        order = np.lexsort(cfg_key.T[::-1])
+        cfg_key = cfg_key[order]
+        e_edge = e_edge[order]
+        differs = np.any(cfg_key[1:] != cfg_key[:-1], axis=1)
+        starts = np.flatnonzero(np.concatenate([[True], differs]))
+        bits = _or_runs(bits[parent[e_edge]], starts)
+        node, seq, cid, state = (cfg_key[starts, i] for i in range(4))
+        at_token = is_token_node[node]
+        if at_token.any():
+            rec_node.append(node[at_token])
+            rec_state.append(state[at_token])
+            rec_seq.append(seq[at_token])
+            rec_bits.append(bits[at_token])
+    if not rec_node:
+        empty = np.zeros(0, dtype=np.int64)
+        return WalkRecords(empty, empty, empty, np.zeros((0, words), dtype=np.uint64))
+    return WalkRecords(np.concatenate(rec_node), np.concatenate(rec_state),
+                       np.concatenate(rec_seq), np.concatenate(rec_bits))
+
+
+def tokens_reaching_labels(lexer: LexerAutomaton, trie: TokenTrie, vocab_size: int,
+                           state: int) -> npt.NDArray[np.int32]:
+    """int32[ceil(V/32)]: tokens whose bytes take `state` to a labelled state at some prefix.
+
+    An open constraint forbids exactly these tokens. Cost: one trie walk from one state,
+    only along paths that stay alive; computed once per constraint state at run time.
+    """
+    trans = lexer.transitions
+    byte_class = lexer.class_of_byte[trie.node_byte]
+    has_label = np.append(lexer.label >= 0, False)
+    hit = np.zeros(trie.num_nodes, dtype=np.bool_)
+    node = np.zeros(1, dtype=np.int64)
+    cur = np.array([state], dtype=np.int64)  # -2: an ancestor already reached a label
+    while node.shape[0]:
+        lo = trie.child_lo[node]
+        counts = trie.child_hi[node] - lo
+        total = int(counts.sum())
+        if total == 0:
+            break
+        parent = np.repeat(np.arange(node.shape[0]), counts)
+        pos = lo[parent] + (np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts))
+        child = trie.level_nodes[pos].astype(np.int64)
+        q = cur[parent]
+        nq = np.where(q == -2, -2, trans[np.maximum(q, 0), byte_class[child]])
+        reached = (nq == -2) | has_label[np.where(nq >= 0, nq, -1)]
+        hit[child[reached]] = True
+        nq = np.where(reached, -2, nq)
+        keep = nq != -1
+        node, cur = child[keep], nq[keep]
+    bits = np.zeros((1, vocab_size), dtype=np.bool_)
+    bits[0, trie.token_ids[hit[trie.token_node]]] = True
+    from fsmcompile.index.bits import pack_bool_rows
+
+    return pack_bool_rows(bits)[0]
