@@ -1,0 +1,1 @@
+"""One module per `fsmcompile` sub-command; each exposes `add_parser` and `run`."""

@@ -1,0 +1,212 @@
+"""Spec → token index, through the cache: the one path every front end and the CLI use.
+
+Each compile runs under a time and a state budget, because specs arrive from untrusted
+API clients: an explosive one ends in a clear BudgetExceededError, never a hang.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from fsmcompile.automaton.dfa import ByteDFA
+from fsmcompile.automaton.ir import Node
+from fsmcompile.errors import SchemaError, SpecError
+from fsmcompile.index.builder import build_token_index
+from fsmcompile.index.token_index import TokenIndex
+from fsmcompile.version import FORMAT_VERSION
+from fsmcompile.vocabulary import Vocabulary
+
+logger = logging.getLogger(__name__)
+
+Kind = Literal["regex", "json", "lark"]
+DEFAULT_TIMEOUT_S = 30.0
+DEFAULT_MAX_STATES = 200_000
+ProgressCallback = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class CompileResult:
+    """A compiled index plus how it was obtained.
+
+    Attributes:
+        index: the token index.
+        cache_hit: whether it came from a cache tier instead of a compile.
+        cache_tier: the tier that answered ('memory', 'disk', 'redis') on a hit.
+        compile_s: seconds spent compiling (None on a hit).
+        num_states: DFA states; num_masks: distinct masks.
+    """
+
+    index: TokenIndex
+    cache_hit: bool
+    cache_tier: str | None
+    compile_s: float | None
+
+    @property
+    def num_states(self) -> int:
+        return self.index.num_states
+
+    @property
+    def num_masks(self) -> int:
+        return int(self.index.masks.shape[0])
+
+
+def canonical_spec(kind: Kind, spec: Any) -> str:
+    """The text that identifies a spec: JSON specs with sorted keys, others verbatim."""
+    if kind == "json":
+        if isinstance(spec, str):
+            try:
+                spec = json.loads(spec)
+            except ValueError as exc:
+                raise SchemaError(f"schema is not valid JSON: {exc}", "") from exc
+        return json.dumps(spec, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    if not isinstance(spec, str):
+        raise SpecError(f"a {kind} spec must be a string, got {type(spec).__name__}")
+    return spec
+
+
+def spec_hash(kind: Kind, spec: Any, options: Mapping[str, Any]) -> str:
+    """sha256 of kind, canonical spec, options and format version."""
+    doc = json.dumps(
+        {"kind": kind, "spec": canonical_spec(kind, spec), "options": dict(options),
+         "format": FORMAT_VERSION},
+        sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+    )
+    return hashlib.sha256(doc.encode("utf-8")).hexdigest()
+
+
+def lower_spec(kind: Kind, spec: Any, options: Mapping[str, Any]) -> Node:
+    """The IR of a regex or JSON Schema spec."""
+    if kind == "regex":
+        from fsmcompile.spec.regex import parse_regex
+
+        return parse_regex(canonical_spec(kind, spec))
+    if kind == "json":
+        from fsmcompile.spec.json_schema import JsonOptions, schema_to_ir
+
+        return schema_to_ir(spec, options=JsonOptions(**options)).node
+    raise SpecError(f"unknown spec kind {kind!r}; expected 'regex', 'json' or 'lark'")
+
+
+def build_automaton(kind: Kind, spec: Any, options: Mapping[str, Any], *,
+                    max_states: int, deadline: float) -> ByteDFA:
+    """Spec → minimized byte DFA under the budgets."""
+    from fsmcompile.automaton import build_dfa
+
+    return build_dfa(lower_spec(kind, spec, options), max_states=max_states, deadline=deadline)
+
+
+def _compile_uncached(kind: Kind, spec: Any, vocab: Vocabulary, options: Mapping[str, Any], *,
+                      timeout_s: float, max_states: int,
+                      progress: ProgressCallback | None) -> TokenIndex:
+    deadline = time.monotonic() + timeout_s
+    if kind == "lark":
+        from fsmcompile.spec.lark import compile_lark_index  # type: ignore[import-not-found]
+
+        index: TokenIndex = compile_lark_index(spec, vocab, options=options,
+                                               max_states=max_states, deadline=deadline)
+        return index
+    if progress:
+        progress("automaton")
+    dfa = build_automaton(kind, spec, options, max_states=max_states, deadline=deadline)
+    if progress:
+        progress("index")
+    return build_token_index(dfa, vocab, kind=kind, spec_hash=spec_hash(kind, spec, options),
+                             deadline=deadline)
+
+
+def compile_spec(
+    kind: Kind,
+    spec: Any,
+    vocab: Vocabulary,
+    *,
+    options: Mapping[str, Any] | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    max_states: int = DEFAULT_MAX_STATES,
+    cache: Any = True,
+    progress: ProgressCallback | None = None,
+) -> CompileResult:
+    """Compile `spec` for `vocab`, or load it from the cache.
+
+    Args:
+        kind: 'regex', 'json' or 'lark'.
+        options: kind-specific options; part of the cache key.
+        timeout_s: wall-clock budget for the compile.
+        max_states: largest automaton allowed.
+        cache: True for the default cache (memory + disk, + Redis when
+            FSMCOMPILE_REDIS_URL is set), False/None for none, or a `TieredCache`.
+        progress: called with a stage name as the compile moves on.
+
+    Raises:
+        SpecError: the spec is invalid or unsupported (subclasses say which).
+        BudgetExceededError: the compile ran past `timeout_s` or `max_states`.
+    """
+    opts = dict(options or {})
+    started = time.perf_counter()
+
+    def compute() -> TokenIndex:
+        return _compile_uncached(kind, spec, vocab, opts, timeout_s=timeout_s,
+                                 max_states=max_states, progress=progress)
+
+    from fsmcompile.default_cache import resolve_cache
+
+    tiered = resolve_cache(cache)
+    if tiered is None:
+        index = compute()
+        return CompileResult(index, False, None, time.perf_counter() - started)
+    from fsmcompile import artifact
+    from fsmcompile.store.keys import cache_key
+
+    key = cache_key(vocab_fingerprint=vocab.fingerprint, kind=kind,
+                    spec=canonical_spec(kind, spec), options=opts,
+                    format_version=FORMAT_VERSION)
+    built: list[TokenIndex] = []
+
+    def compute_bytes() -> bytes:
+        built.append(compute())
+        return artifact.to_bytes(built[0])
+
+    def decode(data: bytes) -> TokenIndex:
+        return built[0] if built else artifact.from_bytes(data, vocab, source=key)
+
+    index, event = tiered.get_or_compute(key, compute_bytes, decode=decode)
+    logger.info("compile %s: %s%s", kind, "hit" if event.hit else "miss",
+                f" ({event.tier})" if event.tier else "")
+    return CompileResult(index, event.hit, event.tier, event.compile_s)
+
+
+def compile_regex(pattern: str, vocab: Vocabulary, *, timeout_s: float = DEFAULT_TIMEOUT_S,
+                  max_states: int = DEFAULT_MAX_STATES, cache: Any = True) -> TokenIndex:
+    """Compile a regex (Python `re` syntax, full match) into a token index for `vocab`.
+
+    Raises:
+        RegexSyntaxError: the pattern does not parse (`.pos` points at the problem).
+        UnsupportedFeatureError: backreferences, lookaround and similar constructs.
+        BudgetExceededError: the compile ran past `timeout_s` or `max_states`.
+    """
+    return compile_spec("regex", pattern, vocab, timeout_s=timeout_s, max_states=max_states,
+                        cache=cache).index
+
+
+def compile_json_schema(schema: Any, vocab: Vocabulary, *, timeout_s: float = DEFAULT_TIMEOUT_S,
+                        max_states: int = DEFAULT_MAX_STATES, cache: Any = True,
+                        **options: Any) -> TokenIndex:
+    """Compile a JSON Schema (dict, JSON text, or a Pydantic model class) into a token index.
+
+    Options (`whitespace`, `strict`, `max_recursion_depth`, ...) are those of
+    `fsmcompile.spec.json_schema.JsonOptions` and are part of the cache key.
+
+    Raises:
+        SchemaError: malformed or contradictory schema (`.pointer` says where).
+        UnsupportedFeatureError: keywords no token mask can enforce (all listed).
+        BudgetExceededError: the compile ran past `timeout_s` or `max_states`.
+    """
+    if hasattr(schema, "model_json_schema"):
+        schema = schema.model_json_schema()
+    return compile_spec("json", schema, vocab, options=options, timeout_s=timeout_s,
+                        max_states=max_states, cache=cache).index

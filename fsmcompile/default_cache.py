@@ -1,0 +1,48 @@
+"""The cache a compile uses when the caller names none: memory → disk (→ Redis).
+
+Redis joins when a URL is given or `FSMCOMPILE_REDIS_URL` is set, so a whole fleet shares
+one compile per spec without code changes.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+from fsmcompile.store.cache import TieredCache
+
+_lock = threading.Lock()
+_caches: dict[str | None, TieredCache] = {}
+
+
+def default_cache(*, redis_url: str | None = None) -> TieredCache:
+    """The process-wide tiered cache for `redis_url` (None: memory + disk only)."""
+    with _lock:
+        cache = _caches.get(redis_url)
+        if cache is None:
+            from fsmcompile.store.disk import DiskStore
+            from fsmcompile.store.memory import MemoryStore
+
+            tiers: list[Any] = [MemoryStore(), DiskStore()]
+            if redis_url:
+                from fsmcompile.store.redis import RedisStore
+
+                tiers.append(RedisStore(redis_url))
+            cache = TieredCache(tiers)
+            _caches[redis_url] = cache
+        return cache
+
+
+def resolve_cache(cache: Any) -> TieredCache | None:
+    """Map a `cache=` argument to a cache: True default, False/None none, or as given."""
+    if cache is None or cache is False:
+        return None
+    if cache is True:
+        return default_cache(redis_url=os.environ.get("FSMCOMPILE_REDIS_URL") or None)
+    if isinstance(cache, str):
+        return default_cache(redis_url=cache)
+    if isinstance(cache, TieredCache):
+        return cache
+    raise TypeError(f"cache must be True, False, None, a Redis URL or a TieredCache, "
+                    f"not {type(cache).__name__}")
