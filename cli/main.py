@@ -11,8 +11,8 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from fsmcompile.cli.commands import check, compile, inspect
-from fsmcompile.cli.output import EXIT_USAGE, Console
+from .commands import check, compile, inspect
+from .output import EXIT_USAGE, Console
 from fsmcompile.version import __version__
 
 _COMMANDS = {"compile": compile, "inspect": inspect, "check": check}
@@ -31,7 +31,7 @@ examples:
 def _register_optional_commands() -> None:
     """Cache commands live beside the stores; they join when those modules are present."""
     try:
-        from fsmcompile.cli.commands import cache, warm
+        from .commands import cache, warm
     except ImportError:  # pragma: no cover - only while a store module is missing
         return
     _COMMANDS["warm"] = warm
@@ -50,8 +50,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"fsmcompile {__version__}")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress output")
-    parser.add_argument("-v", "--verbose", action="count", default=0,
-                        help="-v info logs, -vv debug logs and tracebacks")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="-v info logs, -vv debug logs and tracebacks",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in _COMMANDS.values():
         module.add_parser(sub)
@@ -64,8 +69,10 @@ def _with_default_command(argv: list[str]) -> list[str]:
     position = 0
     while position < len(argv) and argv[position] in global_flags:
         position += 1
-    if position < len(argv) and argv[position] not in _COMMANDS and argv[position] not in (
-        "-h", "--help", "--version"
+    if (
+        position < len(argv)
+        and argv[position] not in _COMMANDS
+        and argv[position] not in ("-h", "--help", "--version")
     ):
         return [*argv[:position], "compile", *argv[position:]]
     return argv
@@ -83,8 +90,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_usage(sys.stderr)
         return EXIT_USAGE
     level = {0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG)
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s",
-                        stream=sys.stderr)
+    logging.basicConfig(
+        level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr
+    )
     console = Console(as_json=args.json, quiet=args.quiet, verbosity=args.verbose)
     return _COMMANDS[args.command].run(args, console)
 

@@ -63,8 +63,10 @@ class Console:
         """Report `exc` once; returns the exit code for it."""
         self.end_progress()
         if self.as_json:
-            print(json.dumps({"ok": False, "error": error_document(exc)}, ensure_ascii=False),
-                  file=self.out)
+            print(
+                json.dumps({"ok": False, "error": error_document(exc)}, ensure_ascii=False),
+                file=self.out,
+            )
         else:
             print(f"error: {exc}", file=self.err)
         if self.verbosity >= 2:

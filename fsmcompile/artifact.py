@@ -37,8 +37,11 @@ _DENSE, _ALLOWED, _REJECTED = 0, 1, 2
 
 def _pack_array(array: npt.NDArray[Any]) -> dict[str, Any]:
     contiguous = np.ascontiguousarray(array)
-    return {"dtype": contiguous.dtype.str, "shape": list(contiguous.shape),
-            "data": contiguous.tobytes()}
+    return {
+        "dtype": contiguous.dtype.str,
+        "shape": list(contiguous.shape),
+        "data": contiguous.tobytes(),
+    }
 
 
 def _unpack_array(doc: dict[str, Any], source: str | None) -> npt.NDArray[Any]:
@@ -76,8 +79,9 @@ def _encode_masks(masks: npt.NDArray[np.int32], vocab_size: int) -> dict[str, An
     }
 
 
-def _decode_masks(doc: dict[str, Any], vocab_size: int, source: str | None
-                  ) -> npt.NDArray[np.int32]:
+def _decode_masks(
+    doc: dict[str, Any], vocab_size: int, source: str | None
+) -> npt.NDArray[np.int32]:
     kinds = _unpack_array(doc["kinds"], source)
     dense = _unpack_array(doc["dense"], source)
     ids = _unpack_array(doc["ids"], source).astype(np.int64)
@@ -131,7 +135,9 @@ def read_header(data: bytes, source: str | None = None) -> dict[str, Any]:
     if version > FORMAT_VERSION:
         raise ArtifactVersionError(
             f"artifact format {version} is newer than this fsmcompile reads ({FORMAT_VERSION}); "
-            "upgrade fsmcompile or recompile", source)
+            "upgrade fsmcompile or recompile",
+            source,
+        )
     body, digest = data[_HEADER.size : -_DIGEST_BYTES], data[-_DIGEST_BYTES:]
     if hashlib.sha256(body).digest() != digest:
         raise ArtifactCorruptError("artifact checksum mismatch (damaged or truncated)", source)
@@ -156,7 +162,10 @@ def from_bytes(data: bytes, vocab: Vocabulary, source: str | None = None) -> Tok
     if doc["vocab_fingerprint"] != vocab.fingerprint:
         raise VocabularyMismatchError(
             "artifact was compiled for another tokenizer",
-            expected=vocab.fingerprint, found=str(doc["vocab_fingerprint"]), source=source)
+            expected=vocab.fingerprint,
+            found=str(doc["vocab_fingerprint"]),
+            source=source,
+        )
     try:
         dfa = ByteDFA(
             transitions=_unpack_array(doc["dfa"]["transitions"], source).astype(np.int32),
@@ -171,8 +180,14 @@ def from_bytes(data: bytes, vocab: Vocabulary, source: str | None = None) -> Tok
         state_mask.size and int(state_mask.max()) >= masks.shape[0]
     ):
         raise ArtifactCorruptError("artifact tables do not fit together", source)
-    return TokenIndex(dfa=dfa, state_mask=state_mask, masks=masks, vocabulary=vocab,
-                      kind=str(doc["kind"]), spec_hash=str(doc["spec_hash"]))
+    return TokenIndex(
+        dfa=dfa,
+        state_mask=state_mask,
+        masks=masks,
+        vocabulary=vocab,
+        kind=str(doc["kind"]),
+        spec_hash=str(doc["spec_hash"]),
+    )
 
 
 def save(index: TokenIndex, path: str | os.PathLike[str]) -> int:

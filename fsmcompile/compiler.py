@@ -73,9 +73,15 @@ def canonical_spec(kind: Kind, spec: Any) -> str:
 def spec_hash(kind: Kind, spec: Any, options: Mapping[str, Any]) -> str:
     """sha256 of kind, canonical spec, options and format version."""
     doc = json.dumps(
-        {"kind": kind, "spec": canonical_spec(kind, spec), "options": dict(options),
-         "format": FORMAT_VERSION},
-        sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+        {
+            "kind": kind,
+            "spec": canonical_spec(kind, spec),
+            "options": dict(options),
+            "format": FORMAT_VERSION,
+        },
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
     )
     return hashlib.sha256(doc.encode("utf-8")).hexdigest()
 
@@ -93,31 +99,41 @@ def lower_spec(kind: Kind, spec: Any, options: Mapping[str, Any]) -> Node:
     raise SpecError(f"unknown spec kind {kind!r}; expected 'regex', 'json' or 'lark'")
 
 
-def build_automaton(kind: Kind, spec: Any, options: Mapping[str, Any], *,
-                    max_states: int, deadline: float) -> ByteDFA:
+def build_automaton(
+    kind: Kind, spec: Any, options: Mapping[str, Any], *, max_states: int, deadline: float
+) -> ByteDFA:
     """Spec → minimized byte DFA under the budgets."""
     from fsmcompile.automaton import build_dfa
 
     return build_dfa(lower_spec(kind, spec, options), max_states=max_states, deadline=deadline)
 
 
-def _compile_uncached(kind: Kind, spec: Any, vocab: Vocabulary, options: Mapping[str, Any], *,
-                      timeout_s: float, max_states: int,
-                      progress: ProgressCallback | None) -> TokenIndex:
+def _compile_uncached(
+    kind: Kind,
+    spec: Any,
+    vocab: Vocabulary,
+    options: Mapping[str, Any],
+    *,
+    timeout_s: float,
+    max_states: int,
+    progress: ProgressCallback | None,
+) -> TokenIndex:
     deadline = time.monotonic() + timeout_s
     if kind == "lark":
         from fsmcompile.spec.lark import compile_lark_index  # type: ignore[import-not-found]
 
-        index: TokenIndex = compile_lark_index(spec, vocab, options=options,
-                                               max_states=max_states, deadline=deadline)
+        index: TokenIndex = compile_lark_index(
+            spec, vocab, options=options, max_states=max_states, deadline=deadline
+        )
         return index
     if progress:
         progress("automaton")
     dfa = build_automaton(kind, spec, options, max_states=max_states, deadline=deadline)
     if progress:
         progress("index")
-    return build_token_index(dfa, vocab, kind=kind, spec_hash=spec_hash(kind, spec, options),
-                             deadline=deadline)
+    return build_token_index(
+        dfa, vocab, kind=kind, spec_hash=spec_hash(kind, spec, options), deadline=deadline
+    )
 
 
 def compile_spec(
@@ -150,8 +166,9 @@ def compile_spec(
     started = time.perf_counter()
 
     def compute() -> TokenIndex:
-        return _compile_uncached(kind, spec, vocab, opts, timeout_s=timeout_s,
-                                 max_states=max_states, progress=progress)
+        return _compile_uncached(
+            kind, spec, vocab, opts, timeout_s=timeout_s, max_states=max_states, progress=progress
+        )
 
     from fsmcompile.default_cache import resolve_cache
 
@@ -162,9 +179,13 @@ def compile_spec(
     from fsmcompile import artifact
     from fsmcompile.store.keys import cache_key
 
-    key = cache_key(vocab_fingerprint=vocab.fingerprint, kind=kind,
-                    spec=canonical_spec(kind, spec), options=opts,
-                    format_version=FORMAT_VERSION)
+    key = cache_key(
+        vocab_fingerprint=vocab.fingerprint,
+        kind=kind,
+        spec=canonical_spec(kind, spec),
+        options=opts,
+        format_version=FORMAT_VERSION,
+    )
     built: list[TokenIndex] = []
 
     def compute_bytes() -> bytes:
@@ -175,13 +196,23 @@ def compile_spec(
         return built[0] if built else artifact.from_bytes(data, vocab, source=key)
 
     index, event = tiered.get_or_compute(key, compute_bytes, decode=decode)
-    logger.info("compile %s: %s%s", kind, "hit" if event.hit else "miss",
-                f" ({event.tier})" if event.tier else "")
+    logger.info(
+        "compile %s: %s%s",
+        kind,
+        "hit" if event.hit else "miss",
+        f" ({event.tier})" if event.tier else "",
+    )
     return CompileResult(index, event.hit, event.tier, event.compile_s)
 
 
-def compile_regex(pattern: str, vocab: Vocabulary, *, timeout_s: float = DEFAULT_TIMEOUT_S,
-                  max_states: int = DEFAULT_MAX_STATES, cache: Any = True) -> TokenIndex:
+def compile_regex(
+    pattern: str,
+    vocab: Vocabulary,
+    *,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    max_states: int = DEFAULT_MAX_STATES,
+    cache: Any = True,
+) -> TokenIndex:
     """Compile a regex (Python `re` syntax, full match) into a token index for `vocab`.
 
     Raises:
@@ -189,13 +220,20 @@ def compile_regex(pattern: str, vocab: Vocabulary, *, timeout_s: float = DEFAULT
         UnsupportedFeatureError: backreferences, lookaround and similar constructs.
         BudgetExceededError: the compile ran past `timeout_s` or `max_states`.
     """
-    return compile_spec("regex", pattern, vocab, timeout_s=timeout_s, max_states=max_states,
-                        cache=cache).index
+    return compile_spec(
+        "regex", pattern, vocab, timeout_s=timeout_s, max_states=max_states, cache=cache
+    ).index
 
 
-def compile_json_schema(schema: Any, vocab: Vocabulary, *, timeout_s: float = DEFAULT_TIMEOUT_S,
-                        max_states: int = DEFAULT_MAX_STATES, cache: Any = True,
-                        **options: Any) -> TokenIndex:
+def compile_json_schema(
+    schema: Any,
+    vocab: Vocabulary,
+    *,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    max_states: int = DEFAULT_MAX_STATES,
+    cache: Any = True,
+    **options: Any,
+) -> TokenIndex:
     """Compile a JSON Schema (dict, JSON text, or a Pydantic model class) into a token index.
 
     Options (`whitespace`, `strict`, `max_recursion_depth`, ...) are those of
@@ -208,5 +246,12 @@ def compile_json_schema(schema: Any, vocab: Vocabulary, *, timeout_s: float = DE
     """
     if hasattr(schema, "model_json_schema"):
         schema = schema.model_json_schema()
-    return compile_spec("json", schema, vocab, options=options, timeout_s=timeout_s,
-                        max_states=max_states, cache=cache).index
+    return compile_spec(
+        "json",
+        schema,
+        vocab,
+        options=options,
+        timeout_s=timeout_s,
+        max_states=max_states,
+        cache=cache,
+    ).index

@@ -44,5 +44,6 @@ def resolve_cache(cache: Any) -> TieredCache | None:
         return default_cache(redis_url=cache)
     if isinstance(cache, TieredCache):
         return cache
-    raise TypeError(f"cache must be True, False, None, a Redis URL or a TieredCache, "
-                    f"not {type(cache).__name__}")
+    raise TypeError(
+        f"cache must be True, False, None, a Redis URL or a TieredCache, not {type(cache).__name__}"
+    )

@@ -1,21 +1,21 @@
 """The one error hierarchy of fsmcompile; every error carries its position as data.
 
-    FsmcompileError
-    ├── SpecError (ValueError)               a spec the user wrote is wrong
-    │   ├── RegexSyntaxError                 .pattern, .pos
-    │   ├── SchemaError                      .pointer, .keyword
-    │   └── GrammarError                     .line, .column
-    ├── UnsupportedFeatureError (SpecError)  valid spec, construct we cannot enforce exactly
-    │                                        .pattern/.pos or .pointer/.keyword, .features
-    ├── BudgetExceededError                  compile ran past timeout_s or max_states
-    ├── VocabularyError                      tokenizer missing or unreadable
-    ├── ArtifactError                        .source (path or key)
-    │   ├── ArtifactCorruptError             checksum, truncation, not an artifact
-    │   ├── ArtifactVersionError             written by a newer format
-    │   └── VocabularyMismatchError          compiled for another tokenizer
-    └── StoreError
-        ├── StoreUnavailableError            the store cannot be reached
-        └── CacheWaitTimeoutError            another process's compile did not finish in time
+FsmcompileError
+├── SpecError (ValueError)               a spec the user wrote is wrong
+│   ├── RegexSyntaxError                 .pattern, .pos
+│   ├── SchemaError                      .pointer, .keyword
+│   └── GrammarError                     .line, .column
+├── UnsupportedFeatureError (SpecError)  valid spec, construct we cannot enforce exactly
+│                                        .pattern/.pos or .pointer/.keyword, .features
+├── BudgetExceededError                  compile ran past timeout_s or max_states
+├── VocabularyError                      tokenizer missing or unreadable
+├── ArtifactError                        .source (path or key)
+│   ├── ArtifactCorruptError             checksum, truncation, not an artifact
+│   ├── ArtifactVersionError             written by a newer format
+│   └── VocabularyMismatchError          compiled for another tokenizer
+└── StoreError
+    ├── StoreUnavailableError            the store cannot be reached
+    └── CacheWaitTimeoutError            another process's compile did not finish in time
 """
 
 from __future__ import annotations

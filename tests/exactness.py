@@ -25,21 +25,28 @@ def dfa_from_edges(edges: dict[int, dict[bytes, int]], accepting: set[int]) -> B
     )
 
 
-def tiny_vocabulary(tokens: list[bytes], eos: int | None = None, size: int | None = None
-                    ) -> Vocabulary:
+def tiny_vocabulary(
+    tokens: list[bytes], eos: int | None = None, size: int | None = None
+) -> Vocabulary:
     """A hand-made vocabulary; EOS is appended as the last id unless given."""
     table = list(tokens)
     if eos is None:
         table.append(b"")
         eos = len(table) - 1
-    return Vocabulary(token_bytes=table, eos_token_ids=(eos,), special_token_ids=frozenset({eos}),
-                      size=size or len(table), name="tiny")
+    return Vocabulary(
+        token_bytes=table,
+        eos_token_ids=(eos,),
+        special_token_ids=frozenset({eos}),
+        size=size or len(table),
+        name="tiny",
+    )
 
 
 def brute_force_allowed(dfa: ByteDFA, vocab: Vocabulary, state: int) -> set[int]:
     """The obviously right mask: every text token whose bytes keep `state` alive."""
     allowed = {
-        token for token, data in enumerate(vocab.token_bytes)
+        token
+        for token, data in enumerate(vocab.token_bytes)
         if data and token not in vocab.special_token_ids and dfa.walk(data, state) != DEAD
     }
     if dfa.accepting[state]:

@@ -10,7 +10,7 @@ import argparse
 from typing import Any
 
 from fsmcompile import artifact
-from fsmcompile.cli.output import EXIT_FAILED, EXIT_OK, Console
+from ..output import EXIT_FAILED, EXIT_OK, Console
 from fsmcompile.index.token_index import TokenIndex
 from fsmcompile.types import DEAD
 from fsmcompile.vocabulary import Vocabulary
@@ -22,8 +22,9 @@ def add_parser(sub: Any) -> None:
     parser = sub.add_parser("check", help="walk TEXTs through an artifact: accepted/rejected")
     parser.add_argument("file", help="artifact file")
     parser.add_argument("texts", nargs="+", metavar="TEXT")
-    parser.add_argument("--tokenizer", "-t", required=True,
-                        help="the tokenizer the artifact was compiled for")
+    parser.add_argument(
+        "--tokenizer", "-t", required=True, help="the tokenizer the artifact was compiled for"
+    )
     parser.add_argument("--vocab-size", type=int, default=None)
 
 
@@ -45,17 +46,34 @@ def check_text(index: TokenIndex, text: str) -> dict[str, Any]:
     consumed = 0
     for position, token in enumerate(vocab.encode(text)):
         if not index.is_allowed(state, token):
-            return {"text": text, "accepted": False, "token_index": position,
-                    "byte_offset": consumed, "token": vocab.token_bytes[token].decode(
-                        "utf-8", "backslashreplace"), "allowed_sample": _sample(index, state)}
+            return {
+                "text": text,
+                "accepted": False,
+                "token_index": position,
+                "byte_offset": consumed,
+                "token": vocab.token_bytes[token].decode("utf-8", "backslashreplace"),
+                "allowed_sample": _sample(index, state),
+            }
         state = index.next_state(state, token)
         consumed += len(vocab.token_bytes[token])
         if state == DEAD:  # cannot happen for an allowed token; guards a corrupt index
-            return {"text": text, "accepted": False, "token_index": position,
-                    "byte_offset": consumed, "token": "", "allowed_sample": []}
+            return {
+                "text": text,
+                "accepted": False,
+                "token_index": position,
+                "byte_offset": consumed,
+                "token": "",
+                "allowed_sample": [],
+            }
     if not index.is_allowed(state, vocab.eos_token_ids[0]):
-        return {"text": text, "accepted": False, "token_index": None, "byte_offset": consumed,
-                "token": "<EOS>", "allowed_sample": _sample(index, state)}
+        return {
+            "text": text,
+            "accepted": False,
+            "token_index": None,
+            "byte_offset": consumed,
+            "token": "<EOS>",
+            "allowed_sample": _sample(index, state),
+        }
     return {"text": text, "accepted": True}
 
 
@@ -70,13 +88,17 @@ def run(args: argparse.Namespace, console: Console) -> int:
         if result["accepted"]:
             console.line(f"accepted {result['text']!r}")
         elif result["token"] == "<EOS>":
-            console.line(f"rejected {result['text']!r}: incomplete at byte "
-                         f"{result['byte_offset']} (EOS not allowed); allowed next: "
-                         f"{', '.join(result['allowed_sample'])}")
+            console.line(
+                f"rejected {result['text']!r}: incomplete at byte "
+                f"{result['byte_offset']} (EOS not allowed); allowed next: "
+                f"{', '.join(result['allowed_sample'])}"
+            )
         else:
-            console.line(f"rejected {result['text']!r}: token {result['token_index']} "
-                         f"{result['token']!r} at byte {result['byte_offset']} not allowed; "
-                         f"allowed: {', '.join(result['allowed_sample']) or 'nothing'}")
+            console.line(
+                f"rejected {result['text']!r}: token {result['token_index']} "
+                f"{result['token']!r} at byte {result['byte_offset']} not allowed; "
+                f"allowed: {', '.join(result['allowed_sample']) or 'nothing'}"
+            )
     ok = all(r["accepted"] for r in results)
     console.document({"ok": ok, "results": results})
     return EXIT_OK if ok else EXIT_FAILED

@@ -8,39 +8,76 @@ from pathlib import Path
 from typing import Any
 
 from fsmcompile import artifact
-from fsmcompile.cli.output import EXIT_OK, EXIT_USAGE, Console, human_bytes
+from ..output import EXIT_OK, EXIT_USAGE, Console, human_bytes
 from fsmcompile.compiler import DEFAULT_MAX_STATES, DEFAULT_TIMEOUT_S, Kind, compile_spec
 from fsmcompile.vocabulary import Vocabulary
 
-_KIND_BY_SUFFIX: dict[str, Kind] = {".json": "json", ".lark": "lark", ".regex": "regex",
-                                    ".re": "regex", ".txt": "regex"}
+_KIND_BY_SUFFIX: dict[str, Kind] = {
+    ".json": "json",
+    ".lark": "lark",
+    ".regex": "regex",
+    ".re": "regex",
+    ".txt": "regex",
+}
 
 
 def add_common(parser: argparse.ArgumentParser) -> None:
     """Options every compiling command shares."""
-    parser.add_argument("--tokenizer", "-t", required=True,
-                        help="tokenizer.json (or .gz), its folder, or a locally cached Hub name")
-    parser.add_argument("--vocab-size", type=int, default=None,
-                        help="logits width when larger than the tokenizer (padded rows masked)")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
-                        help=f"compile time budget (default {DEFAULT_TIMEOUT_S:g})")
-    parser.add_argument("--max-states", type=int, default=DEFAULT_MAX_STATES,
-                        help=f"automaton size budget (default {DEFAULT_MAX_STATES})")
-    parser.add_argument("--redis", default=os.environ.get("FSMCOMPILE_REDIS_URL"),
-                        metavar="URL", help="shared cache (default $FSMCOMPILE_REDIS_URL)")
+    parser.add_argument(
+        "--tokenizer",
+        "-t",
+        required=True,
+        help="tokenizer.json (or .gz), its folder, or a locally cached Hub name",
+    )
+    parser.add_argument(
+        "--vocab-size",
+        type=int,
+        default=None,
+        help="logits width when larger than the tokenizer (padded rows masked)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"compile time budget (default {DEFAULT_TIMEOUT_S:g})",
+    )
+    parser.add_argument(
+        "--max-states",
+        type=int,
+        default=DEFAULT_MAX_STATES,
+        help=f"automaton size budget (default {DEFAULT_MAX_STATES})",
+    )
+    parser.add_argument(
+        "--redis",
+        default=os.environ.get("FSMCOMPILE_REDIS_URL"),
+        metavar="URL",
+        help="shared cache (default $FSMCOMPILE_REDIS_URL)",
+    )
     parser.add_argument("--no-cache", action="store_true", help="always compile, store nothing")
-    parser.add_argument("--whitespace", choices=["compact", "standard", "flexible"],
-                        default=None, help="JSON Schema: separators allowed in the output")
-    parser.add_argument("--lenient", action="store_true",
-                        help="JSON Schema: drop unenforceable keywords and report them")
+    parser.add_argument(
+        "--whitespace",
+        choices=["compact", "standard", "flexible"],
+        default=None,
+        help="JSON Schema: separators allowed in the output",
+    )
+    parser.add_argument(
+        "--lenient",
+        action="store_true",
+        help="JSON Schema: drop unenforceable keywords and report them",
+    )
 
 
 def add_parser(sub: Any) -> None:
     parser = sub.add_parser("compile", help="compile a spec (the default command)")
     parser.add_argument("spec", nargs="?", help="spec file (.json, .lark, .regex) or '-' for stdin")
     parser.add_argument("--regex", help="a regex given literally instead of SPEC")
-    parser.add_argument("--kind", choices=["regex", "json", "lark"], default=None,
-                        help="spec kind (default: from the file suffix)")
+    parser.add_argument(
+        "--kind",
+        choices=["regex", "json", "lark"],
+        default=None,
+        help="spec kind (default: from the file suffix)",
+    )
     parser.add_argument("-o", "--output", help="write the artifact to this file")
     add_common(parser)
 
@@ -99,29 +136,52 @@ def run(args: argparse.Namespace, console: Console) -> int:
         console.progress("loading tokenizer")
         vocab = load_vocabulary(args)
         console.progress("compiling")
-        result = compile_spec(kind, spec, vocab, options=spec_options(kind, args),
-                              timeout_s=args.timeout, max_states=args.max_states,
-                              cache=resolve_cache(args), progress=console.progress)
+        result = compile_spec(
+            kind,
+            spec,
+            vocab,
+            options=spec_options(kind, args),
+            timeout_s=args.timeout,
+            max_states=args.max_states,
+            cache=resolve_cache(args),
+            progress=console.progress,
+        )
         size = len(artifact.to_bytes(result.index))
         if args.output:
             artifact.save(result.index, args.output)
     except Exception as exc:  # noqa: BLE001 - every failure is reported, never a traceback
         return console.fail(exc)
     console.end_progress()
-    event = (f"cache: hit ({result.cache_tier})" if result.cache_hit
-             else f"cache: miss (compiled in {(result.compile_s or 0) * 1e3:.1f} ms)")
-    console.line(f"compiled {kind} {label} for {vocab.name} ({len(vocab.token_bytes)} tokens, "
-                 f"width {vocab.size})")
+    event = (
+        f"cache: hit ({result.cache_tier})"
+        if result.cache_hit
+        else f"cache: miss (compiled in {(result.compile_s or 0) * 1e3:.1f} ms)"
+    )
+    console.line(
+        f"compiled {kind} {label} for {vocab.name} ({len(vocab.token_bytes)} tokens, "
+        f"width {vocab.size})"
+    )
     console.line(event)
-    console.line(f"states: {result.num_states}  masks: {result.num_masks}  "
-                 f"artifact: {human_bytes(size)}"
-                 + (f" -> {args.output}" if args.output else ""))
-    console.document({
-        "ok": True, "kind": kind, "spec": label, "tokenizer": vocab.name,
-        "vocab_fingerprint": vocab.fingerprint, "states": result.num_states,
-        "masks": result.num_masks, "artifact_bytes": size, "output": args.output,
-        "cache": {"hit": result.cache_hit, "tier": result.cache_tier,
-                  "compile_s": result.compile_s},
-    })
+    console.line(
+        f"states: {result.num_states}  masks: {result.num_masks}  "
+        f"artifact: {human_bytes(size)}" + (f" -> {args.output}" if args.output else "")
+    )
+    console.document(
+        {
+            "ok": True,
+            "kind": kind,
+            "spec": label,
+            "tokenizer": vocab.name,
+            "vocab_fingerprint": vocab.fingerprint,
+            "states": result.num_states,
+            "masks": result.num_masks,
+            "artifact_bytes": size,
+            "output": args.output,
+            "cache": {
+                "hit": result.cache_hit,
+                "tier": result.cache_tier,
+                "compile_s": result.compile_s,
+            },
+        }
+    )
     return EXIT_OK
-

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from fsmcompile import artifact
-from fsmcompile.cli.output import EXIT_OK, Console, human_bytes
+from ..output import EXIT_OK, Console, human_bytes
 
 
 def add_parser(sub: Any) -> None:
@@ -39,16 +39,30 @@ def run(args: argparse.Namespace, console: Console) -> int:
         "states": states,
         "byte_classes": classes,
         "masks": int(kinds.shape[0]),
-        "masks_by_storage": {"bitset": int((kinds == 0).sum()), "allowed_ids": int(
-            (kinds == 1).sum()), "rejected_ids": int((kinds == 2).sum())},
+        "masks_by_storage": {
+            "bitset": int((kinds == 0).sum()),
+            "allowed_ids": int((kinds == 1).sum()),
+            "rejected_ids": int((kinds == 2).sum()),
+        },
     }
-    console.line(f"{args.file}: fsmcompile artifact, format {info['format_version']} "
-                 f"(compiler {info['compiler_version']}), {human_bytes(len(data))}")
-    for key in ("kind", "spec_hash", "vocab_fingerprint", "vocab_size", "states",
-                "byte_classes", "masks"):
+    console.line(
+        f"{args.file}: fsmcompile artifact, format {info['format_version']} "
+        f"(compiler {info['compiler_version']}), {human_bytes(len(data))}"
+    )
+    for key in (
+        "kind",
+        "spec_hash",
+        "vocab_fingerprint",
+        "vocab_size",
+        "states",
+        "byte_classes",
+        "masks",
+    ):
         console.line(f"  {key}: {info[key]}")
     by = info["masks_by_storage"]
-    console.line(f"  mask storage: {by['bitset']} bitsets, {by['allowed_ids']} allowed-id lists, "
-                 f"{by['rejected_ids']} rejected-id lists")
+    console.line(
+        f"  mask storage: {by['bitset']} bitsets, {by['allowed_ids']} allowed-id lists, "
+        f"{by['rejected_ids']} rejected-id lists"
+    )
     console.document(info)
     return EXIT_OK

@@ -9,7 +9,6 @@ import numpy as np
 import numpy.typing as npt
 
 from fsmcompile.automaton.dfa import ByteDFA
-from fsmcompile.index.bits import bitmask_words
 from fsmcompile.index.levels import LivenessLevels, liveness_levels
 from fsmcompile.index.token_index import TokenIndex
 from fsmcompile.index.walk import origin_token_masks, walk_live_tokens
@@ -35,8 +34,7 @@ def _token_masks(
         chunk = origins[lo : lo + _ORIGIN_CHUNK]
         reached = walk_live_tokens(dfa, trie, levels, chunk, deadline)
         per_token.append(reached[trie.token_node])
-    return origin_token_masks(np.concatenate(per_token, axis=1), trie, origins.shape[0],
-                              vocab.size)
+    return origin_token_masks(np.concatenate(per_token, axis=1), trie, origins.shape[0], vocab.size)
 
 
 def build_token_index(
@@ -61,8 +59,9 @@ def build_token_index(
     levels = liveness_levels(dfa, height, deadline)
     root_class = levels.canon[levels.row_of_height[height]]
     origins, origin_of_state = np.unique(root_class, return_inverse=True)
-    token_packed, mask_of_origin = _token_masks(dfa, vocab, levels, origins.astype(np.int32),
-                                                deadline)
+    token_packed, mask_of_origin = _token_masks(
+        dfa, vocab, levels, origins.astype(np.int32), deadline
+    )
 
     # A state's mask is its group's token mask plus EOS when accepting.
     token_mask = mask_of_origin[origin_of_state.reshape(-1)]
@@ -80,7 +79,10 @@ def build_token_index(
     state_mask = state_combo.reshape(-1).astype(np.int32)
     logger.debug(
         "token index: %d states, %d groups, %d masks in %.1f ms",
-        dfa.num_states, origins.shape[0], masks.shape[0], (time.perf_counter() - started) * 1e3,
+        dfa.num_states,
+        origins.shape[0],
+        masks.shape[0],
+        (time.perf_counter() - started) * 1e3,
     )
     return TokenIndex(
         dfa=dfa,

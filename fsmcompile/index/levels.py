@@ -39,8 +39,9 @@ class LivenessLevels:
     finest: npt.NDArray[np.int32]
 
 
-def _refine(trans: npt.NDArray[np.int32], cls: npt.NDArray[np.int64],
-            mult: npt.NDArray[np.uint64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+def _refine(
+    trans: npt.NDArray[np.int32], cls: npt.NDArray[np.int64], mult: npt.NDArray[np.uint64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """One refinement round: class ids and first members for signature (cls, cls[trans])."""
     nxt = np.where(trans >= 0, cls[np.maximum(trans, 0)], -1)
     sig = np.concatenate([cls[:, None], nxt], axis=1)
@@ -72,8 +73,9 @@ def liveness_levels(dfa: ByteDFA, max_height: int, deadline: float | None = None
     num_classes = 1
     for level in range(1, max_height + 1):
         if deadline is not None and time.monotonic() > deadline:
-            raise BudgetExceededError("compile timed out while grouping states",
-                                      limit="timeout_s", value=0.0)
+            raise BudgetExceededError(
+                "compile timed out while grouping states", limit="timeout_s", value=0.0
+            )
         new_cls, first = _refine(trans, cls, mult)
         if len(first) == num_classes:
             break

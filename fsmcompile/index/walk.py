@@ -21,8 +21,9 @@ from fsmcompile.index.levels import LivenessLevels
 from fsmcompile.vocabulary.trie import TokenTrie
 
 
-def _or_reduce_sorted(bits: npt.NDArray[np.uint64], starts: npt.NDArray[np.int64]
-                      ) -> npt.NDArray[np.uint64]:
+def _or_reduce_sorted(
+    bits: npt.NDArray[np.uint64], starts: npt.NDArray[np.int64]
+) -> npt.NDArray[np.uint64]:
     """OR together the rows of `bits` in the runs that begin at `starts`."""
     if bits.shape[0] == starts.shape[0]:
         return bits
@@ -62,8 +63,9 @@ def walk_live_tokens(
     )
     while state.shape[0]:
         if deadline is not None and time.monotonic() > deadline:
-            raise BudgetExceededError("compile timed out while walking the vocabulary",
-                                      limit="timeout_s", value=0.0)
+            raise BudgetExceededError(
+                "compile timed out while walking the vocabulary", limit="timeout_s", value=0.0
+            )
         lo = trie.child_lo[node]
         counts = trie.child_hi[node] - lo
         total = int(counts.sum())
@@ -93,13 +95,17 @@ def walk_live_tokens(
     return reached
 
 
-def _unique_rows(rows: npt.NDArray[np.uint64]) -> tuple[npt.NDArray[np.int64],
-                                                       npt.NDArray[np.int64]]:
+def _unique_rows(
+    rows: npt.NDArray[np.uint64],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """(first index of each distinct row, distinct-row id of every row) for uint64[n, w]."""
     rng = np.random.default_rng(0xC0FFEE)
     mult = rng.integers(1, 2**63, size=rows.shape[1], dtype=np.uint64) | np.uint64(1)
-    hashed = (rows * mult).sum(axis=1, dtype=np.uint64) if rows.shape[1] else np.zeros(
-        rows.shape[0], dtype=np.uint64)
+    hashed = (
+        (rows * mult).sum(axis=1, dtype=np.uint64)
+        if rows.shape[1]
+        else np.zeros(rows.shape[0], dtype=np.uint64)
+    )
     _, first, inverse = np.unique(hashed, return_index=True, return_inverse=True)
     if not np.array_equal(rows, rows[first[inverse]]):  # a hash collision: do it exactly
         _, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
@@ -134,7 +140,8 @@ def origin_token_masks(
     column_words = np.pad(column_words, ((0, 0), (0, pad))).view(np.uint64)
     rep_first, mask_of_origin = _unique_rows(column_words)
     rep_bits = np.concatenate(  # an extra all-zero signature for ids that are not text
-        [columns[rep_first], np.zeros((rep_first.shape[0], 1), dtype=np.uint8)], axis=1)
+        [columns[rep_first], np.zeros((rep_first.shape[0], 1), dtype=np.uint8)], axis=1
+    )
     width = bitmask_words(vocab_size) * 32
     sig_of_id = np.full(width, sig_bits.shape[0], dtype=np.int64)
     sig_of_id[trie.token_ids] = token_sig

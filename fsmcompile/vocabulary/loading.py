@@ -137,15 +137,18 @@ def from_tokenizer_json_text(
     if trie_arrays is not None and trie_key in trie_arrays:
         vocab.__dict__["trie"] = TokenTrie.from_arrays(trie_arrays[trie_key])
     elif use_cache:
-        _store_cached_table(cache_path, {
-            "v": _TABLE_CACHE_VERSION,
-            "lengths": np.fromiter((len(b) for b in token_bytes), dtype="<i8").tobytes(),
-            "blob": b"".join(token_bytes),
-            "special": sorted(special),
-            "added": by_content,
-            "scheme": scheme,
-            "trie": {**(trie_arrays or {}), trie_key: vocab.trie.to_arrays()},
-        })
+        _store_cached_table(
+            cache_path,
+            {
+                "v": _TABLE_CACHE_VERSION,
+                "lengths": np.fromiter((len(b) for b in token_bytes), dtype="<i8").tobytes(),
+                "blob": b"".join(token_bytes),
+                "special": sorted(special),
+                "added": by_content,
+                "scheme": scheme,
+                "trie": {**(trie_arrays or {}), trie_key: vocab.trie.to_arrays()},
+            },
+        )
     return vocab
 
 
@@ -155,8 +158,10 @@ def from_file(path: str | os.PathLike[str], **options: Any) -> Vocabulary:
     if path.is_dir():
         return from_directory(path, **options)
     config: dict[str, Any] = {}
-    for candidate in (path.parent / "tokenizer_config.json",
-                      path.parent / "tokenizer_config.json.gz"):
+    for candidate in (
+        path.parent / "tokenizer_config.json",
+        path.parent / "tokenizer_config.json.gz",
+    ):
         if candidate.exists():
             config = json.loads(_read_text(candidate))
             break
@@ -188,7 +193,9 @@ def from_hf(tokenizer: Any, **options: Any) -> Vocabulary:
         eos_id = getattr(tokenizer, "eos_token_id", None)
         if isinstance(eos_id, int):
             options["eos_token_ids"] = [eos_id]
-    options.setdefault("name", str(getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__))
+    options.setdefault(
+        "name", str(getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__)
+    )
     if options.get("vocab_size") is None:
         options.pop("vocab_size", None)
     return from_tokenizer_json_text(to_str(), **options)
@@ -199,7 +206,9 @@ def _hf_cache_roots() -> list[Path]:
     for var in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
         if os.environ.get(var):
             roots.append(Path(os.environ[var]))
-    hf_home = os.environ.get("HF_HOME") or os.path.join(os.path.expanduser("~"), ".cache", "huggingface")
+    hf_home = os.environ.get("HF_HOME") or os.path.join(
+        os.path.expanduser("~"), ".cache", "huggingface"
+    )
     roots.append(Path(hf_home) / "hub")
     return roots
 

@@ -12,10 +12,15 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-
 _ARRAY_DTYPES = {
-    "node_byte": "<u1", "node_height": "<i4", "level_nodes": "<i4", "level_offsets": "<i8",
-    "child_lo": "<i8", "child_hi": "<i8", "token_ids": "<i8", "token_node": "<i4",
+    "node_byte": "<u1",
+    "node_height": "<i4",
+    "level_nodes": "<i4",
+    "level_offsets": "<i8",
+    "child_lo": "<i8",
+    "child_hi": "<i8",
+    "token_ids": "<i8",
+    "token_node": "<i4",
 }
 
 
@@ -44,14 +49,17 @@ class TokenTrie:
 
     def to_arrays(self) -> dict[str, bytes]:
         """The arrays as raw little-endian bytes, for the vocabulary cache."""
-        return {name: np.ascontiguousarray(getattr(self, name)).tobytes()
-                for name in _ARRAY_DTYPES}
+        return {name: np.ascontiguousarray(getattr(self, name)).tobytes() for name in _ARRAY_DTYPES}
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, bytes]) -> TokenTrie:
         """Inverse of `to_arrays`."""
-        return cls(**{name: np.frombuffer(arrays[name], dtype=dtype)
-                      for name, dtype in _ARRAY_DTYPES.items()})
+        return cls(
+            **{
+                name: np.frombuffer(arrays[name], dtype=dtype)
+                for name, dtype in _ARRAY_DTYPES.items()
+            }
+        )
 
     @property
     def num_nodes(self) -> int:
@@ -117,9 +125,7 @@ class TokenTrie:
 
         height = np.zeros(num_nodes, dtype=np.int32)
         by_depth = np.argsort(node_depth, kind="stable").astype(np.int32)
-        level_offsets = np.searchsorted(node_depth[by_depth], np.arange(width + 2)).astype(
-            np.int64
-        )
+        level_offsets = np.searchsorted(node_depth[by_depth], np.arange(width + 2)).astype(np.int64)
         for d in range(width, 0, -1):
             level = by_depth[level_offsets[d] : level_offsets[d + 1]]
             np.maximum.at(height, parent[level], height[level] + 1)

@@ -46,7 +46,8 @@ class Vocabulary:
     def __post_init__(self) -> None:
         if self.size < len(self.token_bytes):
             raise VocabularyError(
-                f"vocab_size {self.size} is smaller than the tokenizer's {len(self.token_bytes)} ids"
+                f"vocab_size {self.size} is smaller than the tokenizer's "
+                f"{len(self.token_bytes)} ids"
             )
         if not self.eos_token_ids:
             raise VocabularyError(
@@ -109,8 +110,9 @@ class Vocabulary:
     @cached_property
     def lengths(self) -> npt.NDArray[np.int64]:
         """int64[len(token_bytes)], the byte length of each token."""
-        return np.fromiter((len(b) for b in self.token_bytes), dtype=np.int64,
-                           count=len(self.token_bytes))
+        return np.fromiter(
+            (len(b) for b in self.token_bytes), dtype=np.int64, count=len(self.token_bytes)
+        )
 
     @cached_property
     def text_token_ids(self) -> npt.NDArray[np.int64]:

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import DATA
+from support import DATA
 
 from fsmcompile.cli.main import main
 
@@ -24,8 +24,9 @@ def test_cli_compile_regex_file_prints_summary_and_writes_artifact(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     target = tmp_path / "date.fsm"
-    code, out, err = run(capsys, str(EXAMPLES / "iso_date.regex"), "-t", TOKENIZER,
-                         "-o", str(target), "--no-cache")
+    code, out, err = run(
+        capsys, str(EXAMPLES / "iso_date.regex"), "-t", TOKENIZER, "-o", str(target), "--no-cache"
+    )
     assert code == 0, err
     assert "states:" in out and "masks:" in out
     assert any(line.startswith("cache: miss (compiled in") for line in out.splitlines())
@@ -59,8 +60,9 @@ def test_cli_bad_regex_exit_1_with_position(capsys: pytest.CaptureFixture[str]) 
 
 
 def test_cli_budget_exceeded_is_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run(capsys, "--regex", "[a-z]{0,3000}", "-t", TOKENIZER,
-                       "--max-states", "100", "--no-cache")
+    code, _, err = run(
+        capsys, "--regex", "[a-z]{0,3000}", "-t", TOKENIZER, "--max-states", "100", "--no-cache"
+    )
     assert code == 1 and "max-states" in err.replace("max_states", "max-states")
 
 
@@ -70,23 +72,23 @@ def test_cli_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert run(capsys, "--regex", "a", "-t", TOKENIZER, "--kind", "xml")[0] == 2
 
 
-def test_cli_missing_tokenizer_is_exit_1(capsys: pytest.CaptureFixture[str], tmp_path: Path
-                                         ) -> None:
+def test_cli_missing_tokenizer_is_exit_1(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     code, _, err = run(capsys, "--regex", "a", "-t", str(tmp_path / "none.json"))
     assert code == 1 and "not found" in err
 
 
-def test_cli_inspect_and_check_contract(capsys: pytest.CaptureFixture[str], tmp_path: Path
-                                        ) -> None:
+def test_cli_inspect_and_check_contract(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     target = tmp_path / "d.fsm"
-    assert run(capsys, str(EXAMPLES / "iso_date.regex"), "-t", TOKENIZER, "-o",
-               str(target))[0] == 0
+    assert run(capsys, str(EXAMPLES / "iso_date.regex"), "-t", TOKENIZER, "-o", str(target))[0] == 0
     code, out, _ = run(capsys, "inspect", str(target))
     assert code == 0 and "kind: regex" in out and "states:" in out
     code, out, _ = run(capsys, "check", str(target), "2024-02-29", "-t", TOKENIZER)
     assert code == 0 and out.startswith("accepted")
-    code, out, _ = run(capsys, "check", str(target), "2024-02-29", "2024-13-01", "2024-02",
-                       "-t", TOKENIZER)
+    code, out, _ = run(
+        capsys, "check", str(target), "2024-02-29", "2024-13-01", "2024-02", "-t", TOKENIZER
+    )
     lines = out.splitlines()
     assert code == 1 and len(lines) == 3
     assert lines[0].startswith("accepted")
@@ -94,8 +96,9 @@ def test_cli_inspect_and_check_contract(capsys: pytest.CaptureFixture[str], tmp_
     assert lines[2].startswith("rejected") and "EOS" in lines[2]
 
 
-def test_cli_inspect_damaged_artifact_is_exit_1(capsys: pytest.CaptureFixture[str],
-                                                tmp_path: Path) -> None:
+def test_cli_inspect_damaged_artifact_is_exit_1(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     target = tmp_path / "d.fsm"
     assert run(capsys, "--regex", "abc", "-t", TOKENIZER, "-o", str(target))[0] == 0
     target.write_bytes(target.read_bytes()[:-5])

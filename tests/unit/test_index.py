@@ -10,7 +10,7 @@ from exactness import (
     tiny_vocabulary,
 )
 
-from fsmcompile.index.bits import pack_bool_rows, set_bits, is_bit_set, unpack_row
+from fsmcompile.index.bits import is_bit_set, pack_bool_rows, set_bits, unpack_row
 from fsmcompile.index.builder import build_token_index
 from fsmcompile.index.levels import liveness_levels
 from fsmcompile.types import DEAD
@@ -65,8 +65,9 @@ def test_index_padded_width_rows_never_allowed() -> None:
 
 def test_index_special_and_empty_tokens_never_allowed() -> None:
     table = [b"a", b"", b"<s>", b"a"]
-    vocab = Vocabulary(token_bytes=table + [b""], eos_token_ids=(4,),
-                       special_token_ids=frozenset({2, 4}), size=5)
+    vocab = Vocabulary(
+        token_bytes=table + [b""], eos_token_ids=(4,), special_token_ids=frozenset({2, 4}), size=5
+    )
     dfa = dfa_from_edges({0: {b"a": 0, b"<": 1}, 1: {b"s": 2}, 2: {b">": 0}}, accepting={0})
     index = build_token_index(dfa, vocab, kind="regex", spec_hash="t")
     assert index.allowed_token_ids(0).tolist() == [0, 3, 4]  # duplicate bytes both allowed

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import DATA, load_vocabulary
+from support import DATA, load_vocabulary
 
 from fsmcompile import Vocabulary, VocabularyError
 
@@ -80,8 +80,9 @@ def test_vocabulary_from_hf_tokenizer_object(gpt2: Vocabulary) -> None:
     assert vocab.fingerprint == gpt2.fingerprint
 
 
-def test_vocabulary_from_pretrained_reads_local_hf_cache(tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_vocabulary_from_pretrained_reads_local_hf_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     snapshot = tmp_path / "hub" / "models--acme--tiny" / "snapshots" / "abc123"
     snapshot.mkdir(parents=True)
     with gzip.open(DATA / "phi3" / "tokenizer.json.gz", "rb") as src:
@@ -100,9 +101,12 @@ def test_vocabulary_missing_file_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_vocabulary_unsupported_model_is_a_clear_error(tmp_path: Path) -> None:
-    doc = {"model": {"type": "WordPiece", "vocab": {"a": 0, "[SEP]": 1}},
-           "decoder": {"type": "WordPiece"}, "pre_tokenizer": {"type": "BertPreTokenizer"},
-           "added_tokens": []}
+    doc = {
+        "model": {"type": "WordPiece", "vocab": {"a": 0, "[SEP]": 1}},
+        "decoder": {"type": "WordPiece"},
+        "pre_tokenizer": {"type": "BertPreTokenizer"},
+        "added_tokens": [],
+    }
     path = tmp_path / "tokenizer.json"
     path.write_text(json.dumps(doc))
     with pytest.raises(VocabularyError, match="unsupported tokenizer"):

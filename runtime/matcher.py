@@ -1,0 +1,538 @@
+"""Per-request decoding state over a compiled token index: the runtime half of the flow.
+
+A `Matcher` follows one generation through a `TokenIndex`: it accepts or rejects each
+sampled token, writes the allowed-token bitmask for the next step, rolls back rejected
+speculation and finds the text every continuation is forced to start with (jump-forward).
+
+The per-token path is a dict lookup and an `np.copyto` of one mask row. Everything slower
+(walking a token's bytes through the DFA, encoding forced text) runs once per distinct
+(state, token) or state and is cached in `IndexTables`, which every matcher of the same
+index shares.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from fsmcompile.index.bits import bitmask_words, set_bits, unpack_row
+from fsmcompile.types import DEAD, StateId, TokenId
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from fsmcompile.index.token_index import TokenIndex
+
+TERMINATED: StateId = -2
+"""Matcher state after EOS was accepted: only EOS may follow, nothing else is consumed."""
+
+_FORCED_MAX_BYTES = 1 << 16
+"""Bound on one forced-text walk; a trimmed DFA never needs it, a damaged one can't loop."""
+
+_TABLES_CACHE_SIZE = 32
+
+
+class IndexTables:
+    """Lookup tables for one `TokenIndex`, built once and shared by all its matchers.
+
+    Why not store these on the index: `TokenIndex` is a frozen artifact type and the
+    compiler must not learn about runtime caches. Why Python containers: on the hot path a
+    dict lookup on an int beats any numpy call by 10x, and per-(state, token) results are
+    reused across every request that uses the same spec.
+
+    Memory grows with the (state, token) pairs actually visited, not with S x V.
+    """
+
+    __slots__ = (
+        "index",
+        "vocab_size",
+        "num_words",
+        "eos_token_ids",
+        "eos_row",
+        "accepting",
+        "state_mask",
+        "mask_rows",
+        "_masks",
+        "_transitions",
+        "_class_of_byte",
+        "_token_bytes",
+        "_rows",
+        "_token_classes",
+        "_next",
+        "_stride",
+        "_forced",
+        "_forced_ids",
+        "_live_bytes",
+        "_class_sizes",
+        "_byte_of_class",
+    )
+
+    def __init__(self, index: TokenIndex) -> None:
+        vocabulary = index.vocabulary
+        masks = np.ascontiguousarray(index.masks, dtype=np.int32)
+        self.index = index
+        self.vocab_size = int(vocabulary.size)
+        self.num_words = int(masks.shape[1])
+        if self.num_words < bitmask_words(self.vocab_size):
+            raise ValueError(
+                f"index masks have {self.num_words} words per row; vocabulary size "
+                f"{self.vocab_size} needs {bitmask_words(self.vocab_size)}"
+            )
+        self.eos_token_ids = frozenset(int(t) for t in vocabulary.eos_token_ids)
+        self.eos_row = np.zeros(self.num_words, dtype=np.int32)
+        eos = np.array(sorted(t for t in self.eos_token_ids if t < self.vocab_size), np.int64)
+        set_bits(self.eos_row, eos)
+        dfa = index.dfa
+        self.accepting: list[bool] = dfa.accepting.tolist()
+        self.state_mask: list[int] = np.asarray(index.state_mask).tolist()
+        # A state whose mask is empty (the vocabulary cannot spell any continuation) gets
+        # the EOS-only row: an all -inf logits row would turn sampling into NaNs. The
+        # matcher still rejects that EOS, so the engine sees a flagged, ended request.
+        nonempty: list[bool] = np.any(masks, axis=1).astype(bool).tolist()
+        self.mask_rows: list[npt.NDArray[np.int32]] = [
+            masks[m] if nonempty[m] else self.eos_row for m in range(masks.shape[0])
+        ]
+        self._masks = masks
+        self._transitions = dfa.transitions
+        self._class_of_byte: list[int] = dfa.class_of_byte.tolist()
+        self._token_bytes: list[bytes] = vocabulary.token_bytes
+        self._rows: dict[StateId, list[int]] = {}
+        self._token_classes: dict[TokenId, tuple[int, ...]] = {}
+        self._next: dict[int, StateId] = {}
+        self._stride = self.vocab_size + 1
+        self._forced: dict[StateId, tuple[bytes, StateId]] = {}
+        self._forced_ids: dict[StateId, tuple[TokenId, ...]] = {}
+        self._live_bytes: dict[StateId, int] = {}
+        self._class_sizes: list[int] = np.bincount(
+            dfa.class_of_byte, minlength=dfa.num_classes
+        ).tolist()
+        self._byte_of_class: dict[int, int] = {}
+        for byte, cls in enumerate(self._class_of_byte):
+            self._byte_of_class.setdefault(cls, byte)
+
+    def row_of_state(self, state: StateId) -> npt.NDArray[np.int32]:
+        """The int32[W] mask row for `state` (EOS-only once terminated)."""
+        if state < 0:
+            return self.eos_row
+        return self.mask_rows[self.state_mask[state]]
+
+    def next_state(self, state: StateId, token_id: TokenId) -> StateId:
+        """The state after a text token, DEAD if the mask forbids it. EOS is the caller's."""
+        key = state * self._stride + token_id
+        nxt = self._next.get(key)
+        if nxt is None:
+            nxt = self._walk_token(state, token_id)
+            self._next[key] = nxt
+        return nxt
+
+    def _row(self, state: StateId) -> list[int]:
+        row = self._rows.get(state)
+        if row is None:
+            row = self._transitions[state].tolist()
+            self._rows[state] = row
+        return row
+
+    def _walk_token(self, state: StateId, token_id: TokenId) -> StateId:
+        # Cost: one bit test plus len(token) list lookups; runs once per (state, token).
+        if not 0 <= token_id < min(self.vocab_size, len(self._token_bytes)):
+            return DEAD
+        words = self._masks[self.state_mask[state]]
+        if not (int(words[token_id >> 5]) >> (token_id & 31)) & 1:
+            return DEAD
+        classes = self._token_classes.get(token_id)
+        if classes is None:
+            cob = self._class_of_byte
+            classes = tuple(cob[b] for b in self._token_bytes[token_id])
+            self._token_classes[token_id] = classes
+        for cls in classes:
+            state = self._row(state)[cls]
+            if state == DEAD:
+                return DEAD
+        return state
+
+    def live_bytes(self, state: StateId) -> int:
+        """How many byte values lead somewhere alive from `state` (0: only EOS is left)."""
+        count = self._live_bytes.get(state)
+        if count is None:
+            row = self._row(state)
+            count = sum(self._class_sizes[c] for c, dst in enumerate(row) if dst != DEAD)
+            self._live_bytes[state] = count
+        return count
+
+    def forced(self, state: StateId) -> tuple[bytes, StateId]:
+        """The bytes every continuation from `state` starts with, and the state after them.
+
+        The walk stops at an accepting state (the text may end there) and at any state
+        with two or more live bytes. Cost: O(len(forced) x C) once per state.
+        """
+        hit = self._forced.get(state)
+        if hit is not None:
+            return hit
+        out = bytearray()
+        cur = state
+        while not self.accepting[cur] and len(out) < _FORCED_MAX_BYTES:
+            if self.live_bytes(cur) != 1:
+                break
+            row = self._row(cur)
+            cls = next(c for c, dst in enumerate(row) if dst != DEAD)
+            out.append(self._byte_of_class[cls])
+            cur = row[cls]
+        result = (bytes(out), cur)
+        self._forced[state] = result
+        return result
+
+    def forced_token_ids(self, state: StateId) -> tuple[TokenId, ...]:
+        """Token ids for the forced text from `state` (see `Matcher.forced_token_ids`)."""
+        hit = self._forced_ids.get(state)
+        if hit is not None:
+            return hit
+        data, end = self.forced(state)
+        ids: tuple[TokenId, ...] = ()
+        text, complete = _utf8_prefix(data)
+        if text:
+            encoded = list(self.index.vocabulary.encode(text))
+            must_stop = complete and self.accepting[end] and self.live_bytes(end) == 0
+            if not must_stop:
+                # The last token could merge with bytes the model writes next; the
+                # canonical encoding of the whole text would differ (DESIGN.md:
+                # naive forced tokenization is non-canonical 97% of the time).
+                encoded = encoded[:-1]
+            accepted: list[TokenId] = []
+            cur = state
+            for token in encoded:
+                nxt = self.next_state(cur, token) if token not in self.eos_token_ids else DEAD
+                if nxt == DEAD:
+                    break
+                accepted.append(token)
+                cur = nxt
+            ids = tuple(accepted)
+        self._forced_ids[state] = ids
+        return ids
+
+
+def _utf8_prefix(data: bytes) -> tuple[str, bool]:
+    """The longest valid UTF-8 prefix of `data` as text, and whether it is all of it."""
+    for cut in range(len(data), max(len(data) - 4, -1), -1):
+        try:
+            return data[:cut].decode("utf-8"), cut == len(data)
+        except UnicodeDecodeError:
+            continue
+    return "", not data
+
+
+_tables_cache: OrderedDict[int, IndexTables] = OrderedDict()
+
+
+def tables_for(index: TokenIndex) -> IndexTables:
+    """The shared `IndexTables` of `index` (LRU of 32, keyed by identity).
+
+    The cache holds the index itself, so an `id()` never points at a recycled object.
+    """
+    key = id(index)
+    tables = _tables_cache.get(key)
+    if tables is not None and tables.index is index:
+        _tables_cache.move_to_end(key)
+        return tables
+    tables = IndexTables(index)
+    _tables_cache[key] = tables
+    if len(_tables_cache) > _TABLES_CACHE_SIZE:
+        _tables_cache.popitem(last=False)
+    return tables
+
+
+class Matcher:
+    """The decoding state of one request over one `TokenIndex`.
+
+    Not thread-safe: one matcher per request, driven by one thread. Matchers of the same
+    index share its `IndexTables`, so the first request pays for the DFA walks.
+    """
+
+    __slots__ = (
+        "_tables",
+        "_state",
+        "_history",
+        "_eos",
+        "_accepting",
+        "_next",
+        "_stride",
+        "_out",
+        "_out_view",
+    )
+
+    def __init__(self, index: TokenIndex, *, tables: IndexTables | None = None) -> None:
+        """Start at the index's start state.
+
+        Args:
+            index: the compiled `TokenIndex` to enforce.
+            tables: shared lookup tables; by default those cached for `index`.
+        """
+        self._tables = tables if tables is not None else tables_for(index)
+        self._state: StateId = 0
+        self._history: list[StateId] = []
+        self._eos = self._tables.eos_token_ids
+        self._accepting = self._tables.accepting
+        self._next = self._tables._next
+        self._stride = self._tables._stride
+        self._out: object = None
+        self._out_view: Any = None
+
+    @property
+    def index(self) -> TokenIndex:
+        """The index this matcher enforces."""
+        return self._tables.index
+
+    @property
+    def tables(self) -> IndexTables:
+        """The shared lookup tables (one per index)."""
+        return self._tables
+
+    @property
+    def state(self) -> StateId:
+        """The current DFA state; -2 once EOS was accepted."""
+        return self._state
+
+    def advance(self, token_id: TokenId) -> bool:
+        """Consume one sampled token.
+
+        Returns:
+            True if the token was allowed (EOS in an accepting state terminates the
+            matcher); False if not, and then the state is unchanged. A rejected token is an
+            expected outcome on the hot path, so it is a return value, not an exception.
+        """
+        state = self._state
+        if state < 0:
+            return False
+        if token_id in self._eos:
+            if not self._accepting[state]:
+                return False
+            self._history.append(state)
+            self._state = TERMINATED
+            return True
+        nxt = self._next.get(state * self._stride + token_id)
+        if nxt is None:
+            nxt = self._tables.next_state(state, token_id)
+        if nxt < 0:
+            return False
+        self._history.append(state)
+        self._state = nxt
+        return True
+
+    def advance_many(self, token_ids: Iterable[TokenId]) -> int:
+        """Consume tokens in order, stopping at the first rejected one.
+
+        Returns:
+            How many were consumed; the matcher stays after the last accepted token.
+        """
+        count = 0
+        for token_id in token_ids:
+            if not self.advance(token_id):
+                break
+            count += 1
+        return count
+
+    def validate_tokens(self, token_ids: Iterable[TokenId]) -> int:
+        """How many leading tokens of a speculative draft would be accepted; no state change."""
+        state = self._state
+        tables = self._tables
+        count = 0
+        for token_id in token_ids:
+            if state < 0:
+                break
+            if token_id in self._eos:
+                if not self._accepting[state]:
+                    break
+                state = TERMINATED
+            else:
+                state = tables.next_state(state, token_id)
+                if state == DEAD:
+                    break
+            count += 1
+        return count
+
+    def rollback(self, num_tokens: int) -> None:
+        """Undo the last `num_tokens` accepted tokens (EOS included).
+
+        Raises:
+            ValueError: `num_tokens` is negative or more than were accepted since reset.
+        """
+        if not 0 <= num_tokens <= len(self._history):
+            raise ValueError(
+                f"cannot roll back {num_tokens} tokens: expected 0..{len(self._history)}"
+            )
+        if num_tokens:
+            self._state = self._history[-num_tokens]
+            del self._history[-num_tokens:]
+
+    def reset(self) -> None:
+        """Back to the start state with an empty history."""
+        self._state = 0
+        self._history.clear()
+
+    def is_terminated(self) -> bool:
+        """Whether EOS has been accepted."""
+        return self._state == TERMINATED
+
+    def is_accepting(self) -> bool:
+        """Whether the text so far is a complete match (EOS would be accepted, or was)."""
+        state = self._state
+        return state == TERMINATED or (state >= 0 and self._accepting[state])
+
+    def is_complete(self) -> bool:
+        """Whether nothing but EOS can follow: accepting with no live byte left."""
+        state = self._state
+        if state == TERMINATED:
+            return True
+        return self._accepting[state] and self._tables.live_bytes(state) == 0
+
+    def fill_bitmask(self, out: Any, row: int = 0) -> None:
+        """Write the allowed tokens for the next step into one row of a bitmask.
+
+        Args:
+            out: int32[W'] or int32[B, W'] as a numpy array or torch tensor (any device),
+                with W' >= ceil(V / 32) for the index's vocabulary size V. Words past the
+                index's own width are zeroed (padded logits rows are never allowed).
+            row: the row of a 2-D `out` to write.
+
+        Raises:
+            TypeError: `out` is not an int32 numpy array or torch tensor.
+            ValueError: `out` is too narrow or `row` is out of range.
+        """
+        src = self._tables.row_of_state(self._state)
+        if out is not self._out:
+            self._out_view = _bitmask_view(out, self._tables.num_words)
+            self._out = out
+        view = self._out_view
+        if isinstance(view, np.ndarray):
+            if view.ndim == 1:
+                if row != 0:
+                    raise ValueError(f"row {row} out of range for a 1-D bitmask: expected 0")
+                dst = view
+            else:
+                if not 0 <= row < view.shape[0]:
+                    raise ValueError(f"row {row} out of range: expected 0..{view.shape[0] - 1}")
+                dst = view[row]
+            width = self._tables.num_words
+            if dst.shape[0] == width:
+                np.copyto(dst, src)
+            else:
+                np.copyto(dst[:width], src)
+                dst[width:] = 0
+            return
+        _fill_device_row(view, row, src)
+
+    def allowed_token_ids(self) -> npt.NDArray[np.int64]:
+        """Sorted ids allowed at the next step (EOS included where accepted). O(V)."""
+        src = self._tables.row_of_state(self._state)
+        return np.flatnonzero(unpack_row(src, self._tables.vocab_size)).astype(np.int64)
+
+    def forced_bytes(self) -> bytes:
+        """The text every continuation from here must start with (b"" if none)."""
+        if self._state < 0:
+            return b""
+        return self._tables.forced(self._state)[0]
+
+    def forced_token_ids(self) -> list[TokenId]:
+        """Token ids for jump-forward: the canonical encoding of `forced_bytes()`.
+
+        The final token is dropped unless the forced text ends where the automaton must
+        stop, because it could merge with what the model writes next; a forced text cut
+        inside a UTF-8 character is encoded up to the last whole character. Every returned
+        id is accepted by `advance_many` from the current state.
+        """
+        if self._state < 0:
+            return []
+        return list(self._tables.forced_token_ids(self._state))
+
+
+class TokenMatcher(Protocol):
+    """What the engine adapters need from a matcher: `Matcher` and `GrammarMatcher` fit."""
+
+    def advance(self, token_id: TokenId) -> bool: ...
+
+    def advance_many(self, token_ids: Iterable[TokenId]) -> int: ...
+
+    def validate_tokens(self, token_ids: Iterable[TokenId]) -> int: ...
+
+    def rollback(self, num_tokens: int) -> None: ...
+
+    def reset(self) -> None: ...
+
+    def is_terminated(self) -> bool: ...
+
+    def is_accepting(self) -> bool: ...
+
+    def fill_bitmask(self, out: Any, row: int = 0) -> None: ...
+
+    def allowed_token_ids(self) -> npt.NDArray[np.int64]: ...
+
+
+def matcher_for(index: Any) -> TokenMatcher:
+    """A fresh matcher for any compiled index.
+
+    A regex or JSON Schema `TokenIndex` (a DFA with one static mask per state) gets a
+    `Matcher`; a Lark `GrammarIndex` (masks depend on the parser stack) gets a
+    `GrammarMatcher`, imported only then.
+    """
+    if hasattr(index, "state_mask"):
+        return Matcher(index)
+    from .grammar_matcher import GrammarMatcher
+
+    return GrammarMatcher(index)
+
+
+def _bitmask_view(out: Any, num_words: int) -> Any:
+    """Validate `out` once per object; a numpy view for host memory, else the tensor."""
+    if isinstance(out, np.ndarray):
+        array = out
+    else:
+        torch = _torch_or_none()
+        if torch is None or not isinstance(out, torch.Tensor):
+            raise TypeError(f"bitmask must be a numpy array or torch tensor, found {type(out)}")
+        if out.dtype != torch.int32:
+            raise TypeError(f"bitmask dtype: expected torch.int32, found {out.dtype}")
+        if out.device.type != "cpu":
+            _check_shape(tuple(out.shape), num_words)
+            return out
+        array = out.numpy()
+    if array.dtype != np.int32:
+        raise TypeError(f"bitmask dtype: expected int32, found {array.dtype}")
+    if not array.flags.writeable:
+        raise ValueError("bitmask is read-only: expected a writeable array")
+    _check_shape(array.shape, num_words)
+    return array
+
+
+def _check_shape(shape: tuple[int, ...], num_words: int) -> None:
+    if len(shape) not in (1, 2) or shape[-1] < num_words:
+        raise ValueError(
+            f"bitmask shape: expected [{num_words}] or [B, {num_words}] (or wider), "
+            f"found {list(shape)}"
+        )
+
+
+def _fill_device_row(tensor: Any, row: int, src: npt.NDArray[np.int32]) -> None:
+    """Copy one row to a device tensor: a host-to-device copy per call, for tests and HF."""
+    import torch
+
+    if tensor.dim() == 1:
+        if row != 0:
+            raise ValueError(f"row {row} out of range for a 1-D bitmask: expected 0")
+        dst = tensor
+    else:
+        if not 0 <= row < tensor.shape[0]:
+            raise ValueError(f"row {row} out of range: expected 0..{tensor.shape[0] - 1}")
+        dst = tensor[row]
+    width = src.shape[0]
+    dst[:width].copy_(torch.from_numpy(src))
+    if dst.shape[0] > width:
+        dst[width:].zero_()
+
+
+def _torch_or_none() -> Any:
+    import sys
+
+    # Only a caller that already imported torch can pass a tensor: never import it here.
+    return sys.modules.get("torch")
