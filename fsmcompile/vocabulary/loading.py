@@ -19,6 +19,7 @@ import msgpack
 import numpy as np
 
 from fsmcompile.errors import VocabularyError
+from fsmcompile.paths import default_cache_dir
 from fsmcompile.vocabulary.decode import decode_tokenizer_json
 from fsmcompile.vocabulary.trie import TokenTrie
 from fsmcompile.vocabulary.vocabulary import Vocabulary
@@ -27,15 +28,6 @@ logger = logging.getLogger(__name__)
 
 _TABLE_CACHE_VERSION = 2
 _COMMON_EOS = ("<|endoftext|>", "<|end_of_text|>", "</s>", "<|eot_id|>", "<|im_end|>", "<eos>")
-
-
-def default_cache_dir() -> Path:
-    """`FSMCOMPILE_CACHE_DIR`, else `$XDG_CACHE_HOME/fsmcompile`, else `~/.cache/fsmcompile`."""
-    explicit = os.environ.get("FSMCOMPILE_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "fsmcompile"
 
 
 def _read_text(path: Path) -> bytes:

@@ -1,0 +1,335 @@
+"""Local disk tier: the embedded default cache, shared by every process on one machine.
+
+Layout under the cache directory (the `v1` level lets a future layout live beside it):
+
+    v1/objects/ab/ab12...ef   one entry per key, named by sha256(key), framed + checksummed
+    v1/locks/ab/ab12...ef     flock files that make one process per machine compile a key
+
+Writes go to a temporary file in the same folder, are fsynced, then `os.replace`d over
+the final name, so a reader sees the old entry or the new one, never a torn one, even
+with several processes writing the same key at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import hashlib
+import logging
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from fsmcompile.errors import ArtifactCorruptError, StoreError, StoreUnavailableError
+from fsmcompile.paths import default_cache_dir
+from fsmcompile.store.base import Lease, Store, frame_value, read_frame_key, unframe_value
+
+__all__ = ["DiskStore", "default_cache_dir"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_DISK_MAX_BYTES = 4 * 1024**3
+_TMP_PREFIX = ".tmp-"
+# Eviction deletes down to this fraction of max_bytes so that a full cache rescans the
+# folder once per ~10% of capacity written, not on every put.
+_LOW_WATER = 0.9
+# Other processes write too; their bytes only show up in a scan, so rescan this often.
+_RESCAN_EVERY_PUTS = 64
+# Leftovers of crashed writers and lock files of long-finished compiles.
+_STALE_TMP_S = 3600.0
+_STALE_LOCK_S = 3600.0
+
+
+def _hash_name(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+class FileLease(Lease):
+    """An exclusive `flock` on a per-key file; the kernel drops it if the holder dies.
+
+    Lock files are deleted by the sweeper only while it holds the flock itself, so after
+    locking, the holder checks that its descriptor still names the file at `path`; if
+    the file was unlinked in between, it retries on the fresh file. Without that check
+    two processes could each hold a lock on a different inode for the same key.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._fd: int | None = None
+
+    def try_acquire(self) -> bool:
+        if self._fd is not None:
+            raise RuntimeError("FileLease is single-use and already held")
+        try:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            while True:
+                fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    os.close(fd)
+                    return False
+                if _same_file(fd, self._path):
+                    self._fd = fd
+                    return True
+                os.close(fd)  # swept between open and flock: lock the new file
+        except OSError as exc:
+            raise StoreError(f"cannot lock {self._path}: {exc}") from exc
+
+    def release(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        on_disk = os.stat(path)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (held.st_dev, held.st_ino) == (on_disk.st_dev, on_disk.st_ino)
+
+
+class DiskStore(Store):
+    """Content-addressed, checksummed files in a local folder, evicted least-recently-used.
+
+    Recency is the file's mtime, which `get` bumps on every hit (atime is unreliable
+    under `noatime`/`relatime` mounts). Eviction runs inside `put` once the estimated
+    total passes `max_bytes`, deleting the oldest entries until the folder is below
+    90% of it. The estimate counts this process's writes and is corrected by a folder
+    scan every 64 puts, so other processes' writes may overshoot the bound briefly.
+
+    Args:
+        directory: cache folder; default from `default_cache_dir()`. Created on first
+            write, so a read-only home only disables this tier instead of failing.
+        max_bytes: bound on the total size of entry files.
+
+    Raises:
+        ValueError: `max_bytes` is negative.
+    """
+
+    name = "disk"
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str] | None = None,
+        *,
+        max_bytes: int = DEFAULT_DISK_MAX_BYTES,
+    ) -> None:
+        if max_bytes < 0:
+            raise ValueError(f"max_bytes must be >= 0, got {max_bytes}")
+        self.directory = Path(directory) if directory is not None else default_cache_dir()
+        self.max_bytes = max_bytes
+        self._objects = self.directory / "v1" / "objects"
+        self._locks = self.directory / "v1" / "locks"
+        self._lock = threading.Lock()
+        self._evicting = threading.Lock()
+        self._approx_bytes: int | None = None  # None: unknown, scan on next put
+        self._puts_since_scan = 0
+        self._counters = {"hits": 0, "misses": 0, "puts": 0, "evictions": 0, "corrupt": 0}
+
+    def _count(self, name: str, n: int = 1) -> None:
+        with self._lock:
+            self._counters[name] += n
+
+    def path_for(self, key: str) -> Path:
+        """Return the file that holds `key` (whether or not it exists yet)."""
+        digest = _hash_name(key)
+        return self._objects / digest[:2] / digest
+
+    def get(self, key: str) -> bytes | None:
+        path = self.path_for(key)
+        try:
+            f = open(path, "rb")  # closed by the `with f` below
+        except FileNotFoundError:
+            self._count("misses")
+            return None
+        except OSError as exc:
+            raise StoreUnavailableError(f"cannot read cache entry {path}: {exc}") from exc
+        with f:
+            st = os.fstat(f.fileno())
+            try:
+                _, value = unframe_value(f.read, st.st_size, expected_key=key, source=str(path))
+            except ArtifactCorruptError as exc:
+                logger.warning("deleting corrupt disk cache entry: %s", exc)
+                self._count("corrupt")
+                self._count("misses")
+                self._unlink_if_same(path, st)
+                return None
+            except OSError as exc:
+                raise StoreUnavailableError(f"cannot read cache entry {path}: {exc}") from exc
+        with contextlib.suppress(OSError):
+            os.utime(path)  # LRU recency
+        self._count("hits")
+        return value
+
+    @staticmethod
+    def _unlink_if_same(path: Path, st: os.stat_result) -> None:
+        """Delete `path` only if it is still the file we read, not a fresh replacement."""
+        with contextlib.suppress(OSError):
+            now = os.stat(path)
+            if (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino):
+                os.unlink(path)
+
+    def put(self, key: str, value: bytes) -> None:
+        header, key_bytes = frame_value(key, value)
+        size = len(header) + len(key_bytes) + len(value)
+        if size > self.max_bytes:
+            logger.debug("not caching %s on disk: %d bytes > max_bytes", key, size)
+            return
+        path = self.path_for(key)
+        tmp: str | None = None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX, dir=path.parent)
+            with os.fdopen(fd, "wb") as f:
+                f.write(header)
+                f.write(key_bytes)
+                f.write(value)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+            tmp = None
+        except OSError as exc:
+            kind = StoreError if exc.errno == errno.ENOSPC else StoreUnavailableError
+            raise kind(f"cannot write cache entry {path}: {exc}") from exc
+        finally:
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+        with self._lock:
+            self._counters["puts"] += 1
+            self._puts_since_scan += 1
+            if self._approx_bytes is not None:
+                self._approx_bytes += size
+            must_scan = (
+                self._approx_bytes is None
+                or self._approx_bytes > self.max_bytes
+                or self._puts_since_scan >= _RESCAN_EVERY_PUTS
+            )
+        if must_scan:
+            self._evict(keep=path)
+
+    def _scan(self) -> list[tuple[float, int, Path]]:
+        """Return `(mtime, size, path)` of every entry; remove stale temporary files."""
+        entries: list[tuple[float, int, Path]] = []
+        now = time.time()
+        try:
+            shards = list(os.scandir(self._objects))
+        except FileNotFoundError:
+            return entries
+        for shard in shards:
+            if not shard.is_dir(follow_symlinks=False):
+                continue
+            with contextlib.suppress(FileNotFoundError):
+                for item in os.scandir(shard.path):
+                    try:
+                        st = item.stat(follow_symlinks=False)
+                    except FileNotFoundError:
+                        continue
+                    if item.name.startswith(_TMP_PREFIX):
+                        if now - st.st_mtime > _STALE_TMP_S:
+                            with contextlib.suppress(OSError):
+                                os.unlink(item.path)
+                        continue
+                    entries.append((st.st_mtime, st.st_size, Path(item.path)))
+        return entries
+
+    def _evict(self, *, keep: Path) -> None:
+        """Delete least-recently-used entries until the folder fits; O(entries log entries)."""
+        if not self._evicting.acquire(blocking=False):
+            return  # another thread of this process is already scanning
+        try:
+            entries = self._scan()
+            total = sum(size for _, size, _ in entries)
+            evicted = 0
+            if total > self.max_bytes:
+                target = int(self.max_bytes * _LOW_WATER)
+                for _, size, path in sorted(entries, key=lambda e: e[0]):
+                    if total <= target:
+                        break
+                    if path == keep:
+                        continue
+                    try:
+                        os.unlink(path)
+                    except FileNotFoundError:
+                        pass  # another process evicted it first
+                    except OSError:
+                        continue
+                    total -= size
+                    evicted += 1
+                logger.debug("disk cache evicted %d entries, %d bytes left", evicted, total)
+                self._sweep_locks()
+            with self._lock:
+                self._approx_bytes = total
+                self._puts_since_scan = 0
+                self._counters["evictions"] += evicted
+        finally:
+            self._evicting.release()
+
+    def _sweep_locks(self) -> None:
+        """Delete old lock files nobody holds (lock first, so holders never lose theirs)."""
+        now = time.time()
+        for path in self._locks.glob("*/*"):
+            try:
+                if now - path.stat().st_mtime < _STALE_LOCK_S:
+                    continue
+                fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                if _same_file(fd, path):
+                    os.unlink(path)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+
+    def delete(self, key: str) -> None:
+        try:
+            os.unlink(self.path_for(key))
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise StoreUnavailableError(f"cannot delete cache entry for {key!r}: {exc}") from exc
+
+    def keys(self, prefix: str = "") -> Iterator[str]:
+        for _, _, path in self._scan():
+            try:
+                with open(path, "rb") as f:
+                    key = read_frame_key(f.read)
+            except OSError:
+                continue
+            if key is not None and key.startswith(prefix):
+                yield key
+
+    def stats(self) -> dict[str, Any]:
+        entries = self._scan()
+        with self._lock:
+            counters = dict(self._counters)
+        return {
+            "name": self.name,
+            "directory": str(self.directory),
+            "entries": len(entries),
+            "size_bytes": sum(size for _, size, _ in entries),
+            "max_bytes": self.max_bytes,
+            **counters,
+        }
+
+    def lease(self, key: str, *, ttl_s: float) -> Lease:
+        """Return a flock lease; `ttl_s` is ignored since the kernel frees it on death."""
+        del ttl_s
+        digest = _hash_name(key)
+        return FileLease(self._locks / digest[:2] / digest)
+
+    def __repr__(self) -> str:
+        return f"DiskStore({str(self.directory)!r}, max_bytes={self.max_bytes})"

@@ -1,0 +1,62 @@
+"""Cache keys: canonical JSON makes equal specs equal keys, every input changes the key."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from fsmcompile.store import cache_key
+
+FP = "f" * 64
+
+
+def key(**overrides: object) -> str:
+    args: dict[str, object] = {
+        "vocab_fingerprint": FP,
+        "kind": "json_schema",
+        "spec": {"type": "object", "properties": {"a": {"type": "string"}, "b": {}}},
+        "options": {"whitespace": "compact", "max_states": 1000},
+        "format_version": 1,
+    }
+    args.update(overrides)
+    return cache_key(**args)  # type: ignore[arg-type]
+
+
+def test_cache_key_reordered_schema_same_key() -> None:
+    reordered = {"properties": {"b": {}, "a": {"type": "string"}}, "type": "object"}
+    text = '{ "properties": {"b": {}, "a": {"type": "string"}},\n "type": "object" }'
+    assert key() == key(spec=reordered) == key(spec=text)
+
+
+def test_cache_key_reordered_options_same_key() -> None:
+    assert key() == key(options={"max_states": 1000, "whitespace": "compact"})
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"vocab_fingerprint": "e" * 64},
+        {"kind": "lark"},
+        {"spec": {"type": "object"}},
+        {"options": {"whitespace": "loose", "max_states": 1000}},
+        {"format_version": 2},
+    ],
+)
+def test_cache_key_any_input_changes_key(change: dict[str, object]) -> None:
+    assert key(**change) != key()
+
+
+def test_cache_key_regex_text_is_verbatim() -> None:
+    a = key(kind="regex", spec="[a-z]+", options={})
+    b = key(kind="regex", spec="[a-z]+ ", options={})
+    assert a != b
+
+
+def test_cache_key_is_readable_prefix_and_sha256() -> None:
+    assert re.fullmatch(r"json_schema-v1-f{12}-[0-9a-f]{64}", key())
+
+
+def test_cache_key_unserializable_option_raises_type_error() -> None:
+    with pytest.raises(TypeError):
+        key(options={"s": {1, 2}})
