@@ -1,0 +1,77 @@
+"""The size and time budget every automaton construction checks before it grows.
+
+A spec such as `(a|b){0,100000}` inside an intersection can ask for billions of states.
+Constructions call `reserve` with the size they are about to allocate (before the numpy
+array exists) and `tick` inside their Python loops, so an explosive spec ends in a
+`BudgetExceededError` within milliseconds of the limit instead of a hang or an OOM.
+"""
+
+from __future__ import annotations
+
+import time
+
+from fsmcompile.errors import BudgetExceededError
+
+_TICK_EVERY = 64  # Python-loop iterations between clock reads (~50 ns each, far below 1 ms)
+_SET_FACTOR = 4  # subset constructions may hold 4 x max_states member states in total
+
+
+class Budget:
+    """Limits for one `build_dfa` call: states per automaton and a monotonic deadline."""
+
+    __slots__ = ("max_states", "deadline", "started", "_ticks", "_set_members")
+
+    def __init__(self, max_states: int, deadline: float | None) -> None:
+        self.max_states = max_states
+        self.deadline = deadline
+        self.started = time.monotonic()
+        self._ticks = 0
+        self._set_members = 0
+
+    def reserve(self, num_states: int, what: str) -> None:
+        """Raise if an automaton of `num_states` states would break the state budget."""
+        if num_states > self.max_states:
+            raise BudgetExceededError(
+                f"{what} needs more than max_states={self.max_states} automaton states "
+                f"(at least {num_states}); raise max_states or bound the repetition counts",
+                limit="max_states",
+                value=self.max_states,
+            )
+        self.check_time()
+
+    def reserve_set(self, members: int, what: str) -> None:
+        """Count the members of one new subset-construction state.
+
+        Nested counts (`(x{0,1000}){0,1000}`) make each subset state hold thousands of
+        member states; memory runs out long before the state count does. The total is
+        capped at 4 x max_states (about a second of Python work) and reported as a
+        max_states overrun.
+        """
+        self._set_members += members
+        if self._set_members > _SET_FACTOR * self.max_states:
+            raise BudgetExceededError(
+                f"{what} needs state sets with more than {_SET_FACTOR} x max_states="
+                f"{self.max_states} members in total (nested or overlapping repetition "
+                f"counts); raise max_states or bound the repetition counts",
+                limit="max_states",
+                value=self.max_states,
+            )
+
+    def check_time(self) -> None:
+        """Raise once the deadline has passed; `value` is the seconds spent so far."""
+        if self.deadline is not None:
+            now = time.monotonic()
+            if now > self.deadline:
+                raise BudgetExceededError(
+                    f"automaton construction ran past its deadline after "
+                    f"{now - self.started:.3f} s; raise timeout_s or simplify the spec",
+                    limit="timeout_s",
+                    value=now - self.started,
+                )
+
+    def tick(self) -> None:
+        """Cheap periodic deadline check for Python loops."""
+        self._ticks += 1
+        if self._ticks >= _TICK_EVERY:
+            self._ticks = 0
+            self.check_time()

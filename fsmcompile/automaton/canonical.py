@@ -1,0 +1,78 @@
+"""The last build step: coarsest byte classes and breadth-first state numbers.
+
+Two builds of equal languages must give identical arrays (artifacts are cached by
+content and compared byte for byte), so both numberings are canonical: classes are
+numbered by their smallest byte, states in BFS order from the start, visiting each
+state's transitions in class order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from fsmcompile.automaton.dfa import ByteDFA
+from fsmcompile.automaton.fragment import Flags, Table, unique_rows
+
+
+def coarsest_classes(
+    trans: Table, class_of_byte: npt.NDArray[np.int32]
+) -> tuple[Table, npt.NDArray[np.int32]]:
+    """Merge byte classes whose columns are equal; number classes by their smallest byte.
+
+    Args:
+        trans: int32[S, C] over the build's classes.
+        class_of_byte: int32[256] into those C classes.
+
+    Returns:
+        (int32[S, C'], int32[256]): the table over the merged classes and the new map.
+    """
+    _, group = unique_rows(trans.T)
+    group_of_byte = group[class_of_byte]
+    _, first_byte = np.unique(group_of_byte, return_index=True)
+    order = np.argsort(first_byte, kind="stable")  # groups by their smallest byte
+    new_label = np.empty(order.size, dtype=np.int32)
+    new_label[order] = np.arange(order.size, dtype=np.int32)
+    new_class_of_byte = new_label[group_of_byte].astype(np.int32)
+    representative = class_of_byte[np.sort(first_byte)]  # one old class per new class
+    return np.ascontiguousarray(trans[:, representative], dtype=np.int32), new_class_of_byte
+
+
+def canonical_dfa(
+    trans: Table, accepting: Flags, start: int, class_of_byte: npt.NDArray[np.int32]
+) -> ByteDFA:
+    """The ByteDFA with coarsest classes and BFS state numbers (state 0 = `start`).
+
+    The walk is a Python loop over live edges, O(E): a numpy frontier walk would need
+    one round per step of the longest chain. Unreachable states are dropped.
+    """
+    trans, new_class_of_byte = coarsest_classes(trans, class_of_byte)
+    num_states = trans.shape[0]
+    src, cls = np.nonzero(trans >= 0)
+    dst_array = trans[src, cls]
+    # Neighbouring classes often share a target; a repeat can never be a first visit.
+    first = np.ones(src.size, dtype=np.bool_)
+    first[1:] = (src[1:] != src[:-1]) | (dst_array[1:] != dst_array[:-1])
+    src, dst = src[first], dst_array[first].tolist()
+    ptr = np.searchsorted(src, np.arange(num_states + 1)).tolist()
+    new_id = [-1] * num_states
+    new_id[start] = 0
+    order = [start]
+    for s in order:
+        for t in dst[ptr[s] : ptr[s + 1]]:
+            if new_id[t] < 0:
+                new_id[t] = len(order)
+                order.append(t)
+    lookup = np.array([*new_id, -1], dtype=np.int32)
+    perm = np.array(order, dtype=np.intp)
+    renumbered = np.ascontiguousarray(lookup[trans[perm]], dtype=np.int32)
+    if len(order) < num_states:
+        # Unreachable states may have kept classes apart: merge again. Merging equal
+        # columns never changes the BFS order (a merged class's targets were already
+        # visited through its smaller-byte twin), so no second walk is needed.
+        renumbered, new_class_of_byte = coarsest_classes(renumbered, new_class_of_byte)
+    return ByteDFA(
+        transitions=renumbered,
+        class_of_byte=new_class_of_byte,
+        accepting=np.ascontiguousarray(accepting[perm], dtype=np.bool_),
+    )

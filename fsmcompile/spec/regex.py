@@ -1,0 +1,650 @@
+"""Regex front end: a Python-`re` or ECMA-262 pattern → the regex IR, full-match or search.
+
+The pattern is parsed once by a recursive-descent parser into IR nodes. Python patterns
+are first compiled by `re` itself, so exactly the patterns Python accepts are accepted
+and its error message and position are reported for the rest. Constructs whose
+language cannot be a finite automaton or that change meaning under our full-match
+reading (backreferences, lookaround, word boundaries, possessive quantifiers, atomic
+groups, anchors in the middle) raise `UnsupportedFeatureError` at their position
+rather than being relaxed.
+
+Anchors: `^`/`\\A` may stand only where nothing can have been read yet and `$`/`\\Z`
+only where nothing can follow, per alternative and through groups. Under full match
+they are no-ops; in search mode they decide whether the pattern is padded with
+"anything" on that side. Each parsed term therefore keeps its language split by which
+anchors its paths crossed (`_Term.parts`).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+import warnings
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from fsmcompile.automaton.ir import (
+    EMPTY,
+    NOTHING,
+    CharSet,
+    Node,
+    alt,
+    normalize_ranges,
+    repeat,
+    seq,
+)
+from fsmcompile.errors import RegexSyntaxError, UnsupportedFeatureError
+from fsmcompile.spec.regex_classes import (
+    ECMA_DIGIT,
+    ECMA_LINE_TERMINATORS,
+    ECMA_WORD,
+    Ranges,
+    complement,
+    ecma_space,
+    ignorecase,
+    python_shorthand,
+    unicode_property,
+)
+
+Dialect = Literal["python", "ecma"]
+
+# Anchor kinds, ordered by strength: combining two on one path keeps the stronger.
+_NO_ANCHOR = 0
+_LINE = 1  # (?m)^ / (?m)$: at a line boundary
+_DOLLAR = 2  # Python's $ without (?m): at the end or before a final "\n"
+_TEXT = 3  # \A, \Z, ECMA ^ and $: at the very start / end
+_Key = tuple[int, int]  # (start anchor kind, end anchor kind)
+
+_ANY: Node = repeat(CharSet(((0, 0x10FFFF),)), 0, None)
+_NEWLINE: Node = CharSet(((0x0A, 0x0A),))
+_WARNING_MARKS = ("[[", "--", "&&", "~~", "||", "(?P", "(?(")  # where `re` may warn
+_COUNTS = re.compile(r"\{([0-9]*)(,?)([0-9]*)\}")  # ASCII digits only, as in re
+_MAX_COUNT = 4_294_967_294  # Python's MAXREPEAT - 1; counts past it are errors there too
+
+
+@dataclass(frozen=True, slots=True)
+class _Flags:
+    ignorecase: bool = False
+    ascii: bool = False
+    dotall: bool = False
+    multiline: bool = False
+    verbose: bool = False
+
+
+@dataclass(slots=True)
+class _Term:
+    """A parsed piece: its language split by the anchors its paths crossed."""
+
+    parts: dict[_Key, Node]
+    start_pos: int | None = None  # where its first ^ / \A is, if any
+    end_pos: int | None = None  # where its first $ / \Z is, if any
+    empty_only: bool = False  # matches only "" (anchors, empty groups)
+    anchor: bool = False  # a bare anchor: nothing to repeat
+    quantified: bool = False
+
+
+def parse_regex(pattern: str, *, dialect: Dialect = "python", search: bool = False) -> Node:
+    """Parse `pattern` into the regex IR.
+
+    Args:
+        pattern: the regular expression.
+        dialect: "python" (the `re` module, str patterns, Unicode `\\d \\w \\s`) or
+            "ecma" (ECMA-262 with the `u` flag, as JSON Schema's `pattern` uses it: ASCII
+            `\\d \\w`, `.` excludes line terminators, `(?<name>...)`, `\\u{...}`,
+            `\\p{...}` for General_Category values).
+        search: False for full-match semantics (the whole string must match; `^`/`$` at
+            the edges are no-ops). True for search semantics (JSON Schema `pattern`):
+            the IR matches every string that *contains* a match, anchors honoured.
+
+    Returns:
+        The IR node of the language.
+
+    Raises:
+        RegexSyntaxError: the pattern does not parse (`.pos` is the offset).
+        UnsupportedFeatureError: a valid construct no DFA can enforce exactly here
+            (`.pos` is where it starts).
+    """
+    if dialect not in ("python", "ecma"):
+        raise ValueError(f"unknown regex dialect {dialect!r}; use 'python' or 'ecma'")
+    if dialect == "python":
+        _check_with_re(pattern)
+    try:
+        term = _Parser(pattern, dialect).parse()
+    except RecursionError:
+        raise UnsupportedFeatureError(
+            "groups nested too deeply to parse; flatten the pattern", pattern=pattern, pos=0
+        ) from None
+    if not search:
+        return alt(*term.parts.values()) if term.parts else NOTHING
+    options = []
+    for (start, end), node in term.parts.items():
+        prefix = {
+            _NO_ANCHOR: _ANY,
+            _LINE: alt(EMPTY, seq(_ANY, _NEWLINE)),
+            _TEXT: EMPTY,
+        }[start]
+        suffix = {
+            _NO_ANCHOR: _ANY,
+            _LINE: alt(EMPTY, seq(_NEWLINE, _ANY)),
+            _DOLLAR: alt(EMPTY, _NEWLINE),
+            _TEXT: EMPTY,
+        }[end]
+        options.append(seq(prefix, node, suffix))
+    return alt(*options) if options else NOTHING
+
+
+def _check_with_re(pattern: str) -> None:
+    """Let Python's own parser reject what it rejects, with its message and position."""
+    try:
+        if any(mark in pattern for mark in _WARNING_MARKS):
+            with warnings.catch_warnings():
+                # FutureWarnings about possible future set syntax ("[[", "--") concern
+                # the user's Python code, not this parse: today's meaning is what we
+                # build. catch_warnings is process-global, so it is used only here.
+                warnings.simplefilter("ignore")
+                re.compile(pattern)
+        else:
+            re.compile(pattern)
+    except re.error as exc:
+        raise RegexSyntaxError(exc.msg, pattern, exc.pos or 0) from exc
+    except (OverflowError, RecursionError) as exc:
+        raise RegexSyntaxError(str(exc) or type(exc).__name__, pattern, 0) from exc
+
+
+def _single(node: Node) -> _Term:
+    return _Term({(_NO_ANCHOR, _NO_ANCHOR): node})
+
+
+class _Parser:
+    """Recursive descent over one pattern; `pos` is the offset of the next character."""
+
+    def __init__(self, pattern: str, dialect: Dialect) -> None:
+        self.pattern = pattern
+        self.dialect = dialect
+        self.ecma = dialect == "ecma"
+        self.pos = 0
+        self.flags = _Flags()
+
+    # ---- errors and scanning ------------------------------------------------------
+
+    def syntax_error(self, message: str, pos: int | None = None) -> RegexSyntaxError:
+        return RegexSyntaxError(message, self.pattern, self.pos if pos is None else pos)
+
+    def unsupported(self, what: str, pos: int) -> UnsupportedFeatureError:
+        return UnsupportedFeatureError(
+            f"{what} is not supported: a token mask cannot enforce it exactly",
+            pattern=self.pattern,
+            pos=pos,
+            keyword=what,
+            features=[(str(pos), what)],
+        )
+
+    def peek(self, offset: int = 0) -> str | None:
+        i = self.pos + offset
+        return self.pattern[i] if i < len(self.pattern) else None
+
+    def take(self) -> str:
+        ch = self.peek()
+        if ch is None:
+            raise self.syntax_error("unexpected end of pattern")
+        self.pos += 1
+        return ch
+
+    def match(self, text: str) -> bool:
+        if self.pattern.startswith(text, self.pos):
+            self.pos += len(text)
+            return True
+        return False
+
+    def skip_verbose(self) -> None:
+        """In (?x) mode, skip whitespace and # comments between items."""
+        if not self.flags.verbose:
+            return
+        while (ch := self.peek()) is not None:
+            if ch in " \t\n\r\v\f":
+                self.pos += 1
+            elif ch == "#":
+                while (ch := self.peek()) is not None and ch != "\n":
+                    self.pos += 1
+            else:
+                return
+
+    # ---- structure ----------------------------------------------------------------
+
+    def parse(self) -> _Term:
+        term = self.alternation(at_start=True)
+        if self.peek() is not None:  # only ")" stops an alternation early
+            raise self.syntax_error("unbalanced parenthesis")
+        return term
+
+    def alternation(self, at_start: bool) -> _Term:
+        branches = [self.sequence(at_start)]
+        while self.match("|"):
+            branches.append(self.sequence(at_start))
+        if len(branches) == 1:
+            return branches[0]
+        merged: dict[_Key, list[Node]] = {}
+        for branch in branches:
+            for key, node in branch.parts.items():
+                merged.setdefault(key, []).append(node)
+        return _Term(
+            {key: alt(*nodes) for key, nodes in merged.items()},
+            start_pos=next((b.start_pos for b in branches if b.start_pos is not None), None),
+            end_pos=next((b.end_pos for b in branches if b.end_pos is not None), None),
+            empty_only=all(b.empty_only for b in branches),
+        )
+
+    def sequence(self, at_start: bool) -> _Term:
+        items: list[_Term] = []
+        consumed = False  # whether an earlier item may have read a character
+        end_anchor: int | None = None  # position of an end anchor already seen
+        while True:
+            self.skip_verbose()
+            ch = self.peek()
+            if ch is None or ch in "|)":
+                break
+            here = self.pos
+            if ch in "*+?" or (ch == "{" and self.counted_quantifier(probe=True)):
+                if not items or items[-1].anchor:
+                    raise self.syntax_error("nothing to repeat")
+                if items[-1].quantified:
+                    raise self.syntax_error("multiple repeat")
+                items[-1] = self.quantify(items[-1], here)
+                if items[-1].parts and not items[-1].empty_only:
+                    consumed = True
+                continue
+            atom = self.atom(at_start and not consumed)
+            if atom is None:  # (?#comment) or global flags: no item
+                continue
+            if atom.start_pos is not None and (consumed or not at_start):
+                raise self.unsupported("^ or \\A anchor not at the start", atom.start_pos)
+            if end_anchor is not None and not atom.empty_only:
+                raise self.unsupported("$ or \\Z anchor not at the end", end_anchor)
+            if atom.end_pos is not None and end_anchor is None:
+                end_anchor = atom.end_pos
+            if not atom.empty_only:
+                consumed = True
+            items.append(atom)
+        return self.concatenate(items)
+
+    def concatenate(self, items: list[_Term]) -> _Term:
+        if not items:
+            return _Term({(_NO_ANCHOR, _NO_ANCHOR): EMPTY}, empty_only=True)
+        if len(items) == 1:
+            return replace(items[0], anchor=False, quantified=False)
+        start_pos = next((t.start_pos for t in items if t.start_pos is not None), None)
+        end_pos = next((t.end_pos for t in items if t.end_pos is not None), None)
+        empty_only = all(t.empty_only for t in items)
+        plain = (_NO_ANCHOR, _NO_ANCHOR)
+        if all(len(t.parts) == 1 and plain in t.parts for t in items):
+            return _Term({plain: seq(*(t.parts[plain] for t in items))}, empty_only=empty_only)
+        paths: dict[_Key, list[list[Node]]] = {plain: [[]]}
+        for item in items:
+            grown: dict[_Key, list[list[Node]]] = {}
+            for (s1, e1), prefixes in paths.items():
+                for (s2, e2), node in item.parts.items():
+                    key = (max(s1, s2), max(e1, e2))
+                    grown.setdefault(key, []).extend(p + [node] for p in prefixes)
+            paths = grown
+        parts = {key: alt(*(seq(*p) for p in ps)) for key, ps in paths.items()}
+        return _Term(parts, start_pos=start_pos, end_pos=end_pos, empty_only=empty_only)
+
+    # ---- quantifiers --------------------------------------------------------------
+
+    def counted_quantifier(self, probe: bool) -> tuple[int, int | None] | None:
+        """Parse `{m}`, `{m,}`, `{m,n}` (and Python's `{,n}`) at `pos`; None if not one.
+
+        With `probe`, only look. A `{` that is not a quantifier is a literal.
+        """
+        found = _COUNTS.match(self.pattern, self.pos)
+        if found is None:
+            return None
+        lo_text, comma, hi_text = found.groups()
+        if not comma and not lo_text:
+            return None  # "{}" is a literal
+        if not lo_text and self.ecma:
+            raise self.syntax_error("'{,n}' is not a quantifier in ECMA-262; write '{0,n}'")
+        if probe:
+            return 0, 0
+        start = self.pos
+        self.pos = found.end()
+        lo = int(lo_text) if lo_text else 0
+        hi = (int(hi_text) if hi_text else None) if comma else lo
+        if lo > _MAX_COUNT or (hi is not None and hi > _MAX_COUNT):
+            raise self.syntax_error("the repetition number is too large", start)
+        if hi is not None and hi < lo:
+            raise self.syntax_error("min repeat greater than max repeat", start)
+        return lo, hi
+
+    def quantify(self, term: _Term, here: int) -> _Term:
+        ch = self.peek()
+        if ch == "*":
+            self.pos += 1
+            lo, hi = 0, None
+        elif ch == "+":
+            self.pos += 1
+            lo, hi = 1, None
+        elif ch == "?":
+            self.pos += 1
+            lo, hi = 0, 1
+        else:
+            counts = self.counted_quantifier(probe=False)
+            if counts is None:  # pragma: no cover - the caller probed first
+                raise self.syntax_error("bad quantifier")
+            lo, hi = counts
+        if self.match("?"):
+            pass  # lazy: the same language under full match
+        elif not self.ecma and self.peek() == "+":
+            raise self.unsupported("possessive quantifier", here)
+        if term.start_pos is not None or term.end_pos is not None:
+            if hi is None or hi > 1:
+                raise self.unsupported("anchor inside a repeated group", here)
+            parts = {} if hi == 0 else dict(term.parts)
+            if lo == 0:
+                plain = (_NO_ANCHOR, _NO_ANCHOR)
+                parts[plain] = alt(parts[plain], EMPTY) if plain in parts else EMPTY
+            return _Term(parts, term.start_pos, term.end_pos, term.empty_only, quantified=True)
+        (node,) = term.parts.values() if term.parts else (NOTHING,)
+        empty_only = term.empty_only or hi == 0
+        return _Term(
+            {(_NO_ANCHOR, _NO_ANCHOR): repeat(node, lo, hi)},
+            empty_only=empty_only,
+            quantified=True,
+        )
+
+    # ---- atoms --------------------------------------------------------------------
+
+    def atom(self, at_start: bool) -> _Term | None:
+        start = self.pos
+        ch = self.take()
+        if ch == "(":
+            return self.group(start, at_start)
+        if ch == "[":
+            return _single(self.char_class(start))
+        if ch == ".":
+            return _single(self.charset(self.dot(), "."))
+        if ch == "^":
+            kind = _LINE if self.flags.multiline else _TEXT
+            return _Term({(kind, _NO_ANCHOR): EMPTY}, start_pos=start, empty_only=True, anchor=True)
+        if ch == "$":
+            kind = _TEXT if self.ecma else (_LINE if self.flags.multiline else _DOLLAR)
+            return _Term({(_NO_ANCHOR, kind): EMPTY}, end_pos=start, empty_only=True, anchor=True)
+        if ch == "\\":
+            return self.escape(start)
+        return _single(self.literal(ord(ch)))
+
+    def literal(self, code: int) -> Node:
+        return self.charset(((code, code),), re.escape(chr(code)))
+
+    def charset(self, ranges: Ranges, source: str) -> Node:
+        """A CharSet node, case-folded under (?i) (Python only: ECMA has no inline flags)."""
+        if self.flags.ignorecase and source != ".":
+            ranges = ignorecase(ranges, source, self.flags.ascii)
+        return CharSet(ranges)
+
+    def dot(self) -> Ranges:
+        if self.ecma:
+            return complement(ECMA_LINE_TERMINATORS)
+        if self.flags.dotall:
+            return ((0, 0x10FFFF),)
+        return complement(((0x0A, 0x0A),))
+
+    def group(self, start: int, at_start: bool) -> _Term | None:
+        saved = self.flags
+        if self.match("?"):
+            if self.match(":"):
+                pass
+            elif self.match("P<") or (
+                self.ecma and self.peek() == "<" and self.peek(1) not in ("=", "!")
+            ):
+                self.match("<")
+                self.group_name()
+            elif self.match("P="):
+                raise self.unsupported("backreference", start)
+            elif not self.ecma and self.match("#"):
+                end = self.pattern.find(")", self.pos)
+                if end < 0:
+                    raise self.syntax_error("missing ), unterminated comment", start)
+                self.pos = end + 1
+                return None
+            elif self.peek() in ("=", "!"):
+                raise self.unsupported("lookahead assertion", start)
+            elif self.peek() == "<" and self.peek(1) in ("=", "!"):
+                raise self.unsupported("lookbehind assertion", start)
+            elif self.peek() == "(" and not self.ecma:
+                raise self.unsupported("conditional group", start)
+            elif self.peek() == ">" and not self.ecma:
+                raise self.unsupported("atomic group", start)
+            elif not self.ecma and (self.peek() or "?") in "aiLmsux-":
+                if self.inline_flags(start):
+                    return None  # global flags at the start: they apply from here on
+            else:
+                raise self.syntax_error("unknown group extension", start)
+        term = self.alternation(at_start)
+        self.flags = saved
+        if not self.match(")"):
+            raise self.syntax_error("missing ), unterminated subpattern", start)
+        return replace(term, anchor=False, quantified=False)
+
+    def group_name(self) -> None:
+        end = self.pattern.find(">", self.pos)
+        name = self.pattern[self.pos : end] if end >= 0 else ""
+        if end < 0 or not (name.isidentifier() or re.fullmatch(r"(?:[^\W\d]|\$)[\w$]*", name)):
+            raise self.syntax_error("bad group name", self.pos)
+        self.pos = end + 1
+
+    def inline_flags(self, start: int) -> bool:
+        """Apply `(?aimsx)` (returns True) or open `(?aimsx-imsx:` (returns False)."""
+        on = self.pattern[self.pos :]
+        found = re.match(r"([aiLmsux]*)(?:-([imsx]*))?([:)])", on)
+        if found is None:
+            raise self.syntax_error("bad inline flags", self.pos)
+        added, removed, closer = found.group(1), found.group(2) or "", found.group(3)
+        self.pos += found.end()
+        flags = self.flags
+        for letter, value in [(c, True) for c in added] + [(c, False) for c in removed]:
+            if letter == "i":
+                flags = replace(flags, ignorecase=value)
+            elif letter == "a":
+                flags = replace(flags, ascii=value)
+            elif letter == "s":
+                flags = replace(flags, dotall=value)
+            elif letter == "m":
+                flags = replace(flags, multiline=value)
+            elif letter == "x":
+                flags = replace(flags, verbose=value)
+            # "u" is the default for str patterns; "L" is rejected by re for str.
+        self.flags = flags
+        return closer == ")"
+
+    # ---- escapes ------------------------------------------------------------------
+
+    def escape(self, start: int) -> _Term:
+        ch = self.take()
+        if ch == "A" and not self.ecma:
+            return _Term(
+                {(_TEXT, _NO_ANCHOR): EMPTY}, start_pos=start, empty_only=True, anchor=True
+            )
+        if ch == "Z" and not self.ecma:
+            return _Term({(_NO_ANCHOR, _TEXT): EMPTY}, end_pos=start, empty_only=True, anchor=True)
+        if ch in "bB":
+            raise self.unsupported(f"word boundary \\{ch}", start)
+        if ch in "123456789" or (ch == "k" and self.ecma):
+            if not self.ecma:
+                code = self.python_octal_reference(ch, start)
+                if code is not None:
+                    return _single(self.literal(code))
+            raise self.unsupported("backreference", start)
+        ranges = self.escape_ranges(ch, start, in_class=False)
+        source = self.pattern[start : self.pos]
+        return _single(self.charset(ranges, source))
+
+    def python_octal_reference(self, first: str, start: int) -> int | None:
+        """`\\NNN` with three octal digits is a character; shorter digit runs are groups."""
+        digits = self.pattern[self.pos : self.pos + 2]
+        if (
+            first in "01234567"
+            and len(digits) == 2
+            and digits[0] in "01234567"
+            and digits[1] in "01234567"
+        ):
+            self.pos += 2
+            return int(first + digits, 8)
+        return None
+
+    def escape_ranges(self, ch: str, start: int, *, in_class: bool) -> Ranges:
+        """The set of one escape whose letter `ch` was just read (not anchors/backrefs)."""
+        if ch in "dDwWsS":
+            base = self.shorthand(ch.lower())
+            return complement(base) if ch.isupper() else base
+        simple = {"f": 0x0C, "n": 0x0A, "r": 0x0D, "t": 0x09, "v": 0x0B}
+        if ch in simple:
+            return ((simple[ch], simple[ch]),)
+        if ch == "b" and in_class:
+            return ((0x08, 0x08),)
+        if ch in "pP" and self.ecma:
+            return self.property_escape(ch, start)
+        code = self.escape_code(ch, start, in_class=in_class)
+        return ((code, code),)
+
+    def property_escape(self, letter: str, start: int) -> Ranges:
+        """ECMA-262 `\\p{...}` / `\\P{...}` (General_Category values; see unicode_property)."""
+        end = self.pattern.find("}", self.pos)
+        if not self.match("{") or end < 0:
+            raise self.syntax_error(f"bad escape \\{letter}: expected {{", start)
+        body = self.pattern[self.pos : end]
+        self.pos = end + 1
+        ranges = unicode_property(body)
+        if ranges is None:
+            raise self.unsupported(f"Unicode property \\{letter}{{{body}}}", start)
+        return complement(ranges) if letter == "P" else ranges
+
+    def shorthand(self, letter: str) -> Ranges:
+        if self.ecma:
+            return {"d": ECMA_DIGIT, "w": ECMA_WORD}.get(letter) or ecma_space()
+        return python_shorthand(letter, self.flags.ascii)
+
+    def escape_code(self, ch: str, start: int, *, in_class: bool) -> int:
+        """The code point of a single-character escape (hex, unicode, octal, identity)."""
+        if ch == "x":
+            return self.hex_digits(2, start)
+        if ch == "u" and self.ecma and self.match("{"):
+            end = self.pattern.find("}", self.pos)
+            text = self.pattern[self.pos : end] if end >= 0 else ""
+            if not re.fullmatch(r"[0-9A-Fa-f]{1,8}", text) or int(text, 16) > 0x10FFFF:
+                raise self.syntax_error("bad \\u{...} escape", start)
+            self.pos = end + 1
+            return int(text, 16)
+        if ch == "u":
+            code = self.hex_digits(4, start)
+            if self.ecma and 0xD800 <= code <= 0xDBFF and self.pattern.startswith("\\u", self.pos):
+                low = self.pattern[self.pos + 2 : self.pos + 6]
+                if re.fullmatch(r"[0-9A-Fa-f]{4}", low) and 0xDC00 <= int(low, 16) <= 0xDFFF:
+                    self.pos += 6  # a surrogate pair is one code point in ECMA-262
+                    return 0x10000 + ((code - 0xD800) << 10) + (int(low, 16) - 0xDC00)
+            return code
+        if ch == "U" and not self.ecma:
+            return self.hex_digits(8, start)
+        if ch == "N" and not self.ecma:
+            end = self.pattern.find("}", self.pos)
+            if not self.match("{") or end < 0:
+                raise self.syntax_error("missing {", start)
+            name = self.pattern[self.pos : end]
+            self.pos = end + 1
+            try:
+                return ord(unicodedata.lookup(name))
+            except KeyError:
+                raise self.syntax_error(f"undefined character name {name!r}", start) from None
+        if ch == "a" and not self.ecma:
+            return 0x07
+        if ch == "c" and self.ecma:
+            letter = self.peek()
+            if letter is None or not ("a" <= letter.lower() <= "z"):
+                raise self.syntax_error("bad \\c escape", start)
+            self.pos += 1
+            return ord(letter) % 32
+        if ch in "01234567" and not self.ecma:
+            digits = ch
+            while len(digits) < 3 and (d := self.peek()) is not None and d in "01234567":
+                digits += self.take()
+            code = int(digits, 8)
+            if code > 0o377:
+                raise self.syntax_error("octal escape value outside of range 0-0o377", start)
+            return code
+        if ch == "0" and self.ecma:
+            if (d := self.peek()) is not None and d.isdigit():
+                raise self.syntax_error("bad escape \\0 followed by a digit", start)
+            return 0
+        if ch.isascii() and ch.isalnum():
+            raise self.syntax_error(f"bad escape \\{ch}", start)
+        return ord(ch)
+
+    def hex_digits(self, count: int, start: int) -> int:
+        text = self.pattern[self.pos : self.pos + count]
+        if len(text) != count or not re.fullmatch(r"[0-9A-Fa-f]+", text):
+            raise self.syntax_error(f"incomplete escape {self.pattern[start : self.pos]}", start)
+        self.pos += count
+        code = int(text, 16)
+        if code > 0x10FFFF:
+            raise self.syntax_error("bad escape: code point above U+10FFFF", start)
+        return code
+
+    # ---- character classes --------------------------------------------------------
+
+    def char_class(self, start: int) -> Node:
+        negated = self.match("^")
+        spans: list[tuple[int, int]] = []
+        if self.ecma and self.peek() == "]":
+            self.pos += 1  # [] matches nothing, [^] anything
+            ranges: Ranges = ()
+            return CharSet(complement(ranges) if negated else ranges)
+        first = True
+        while True:
+            ch = self.peek()
+            if ch is None:
+                raise self.syntax_error("unterminated character set", start)
+            if ch == "]" and not first:
+                self.pos += 1
+                break
+            first = False
+            item_start = self.pos
+            low = self.class_atom()
+            if self.peek() == "-" and self.peek(1) not in (None, "]"):
+                self.pos += 1
+                high_start = self.pos
+                high = self.class_atom()
+                if isinstance(low, tuple) or isinstance(high, tuple):
+                    raise self.syntax_error("bad character range", item_start)
+                if high < low:
+                    raise self.syntax_error(
+                        f"bad character range {self.pattern[item_start : self.pos]}", high_start
+                    )
+                spans.append((low, high))
+            elif isinstance(low, tuple):
+                spans.extend(low)
+            else:
+                spans.append((low, low))
+        ranges = normalize_ranges(spans)
+        if negated:
+            ranges = complement(ranges)
+        if self.flags.ignorecase:
+            ranges = ignorecase(ranges, self.pattern[start : self.pos], self.flags.ascii)
+        return CharSet(ranges)
+
+    def class_atom(self) -> int | Ranges:
+        """One class member: a code point, or a set for `\\d`-style escapes."""
+        start = self.pos
+        ch = self.take()
+        if ch != "\\":
+            return ord(ch)
+        letter = self.take()
+        if letter in "dDwWsS" or (letter in "pP" and self.ecma):
+            return self.escape_ranges(letter, start, in_class=True)
+        if letter == "-" and self.ecma:
+            return ord("-")
+        if letter == "B" or (letter in "123456789" and (self.ecma or letter in "89")):
+            raise self.syntax_error(f"bad escape \\{letter}", start)
+        if letter == "A" or letter == "Z":
+            raise self.syntax_error(f"bad escape \\{letter}", start)
+        (code, _), *_ = self.escape_ranges(letter, start, in_class=True)
+        return code

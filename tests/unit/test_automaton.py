@@ -1,0 +1,385 @@
+"""The automaton builder: UTF-8 expansion, DFA invariants, minimality, determinism, budgets."""
+
+from __future__ import annotations
+
+import random
+import time
+
+import numpy as np
+import pytest
+
+from fsmcompile.automaton import ByteDFA, build_dfa
+from fsmcompile.automaton.ir import (
+    EMPTY,
+    NOTHING,
+    Alt,
+    And,
+    ByteSet,
+    Concat,
+    Node,
+    alt,
+    chars,
+    literal,
+    negate,
+    optional,
+    repeat,
+    seq,
+)
+from fsmcompile.automaton.utf8 import encode, utf8_sequences
+from fsmcompile.errors import BudgetExceededError, SpecError
+from fsmcompile.spec.regex import parse_regex
+from fsmcompile.types import DEAD
+
+
+def reference_minimal_size(dfa: ByteDFA) -> int:
+    """Number of Nerode classes by plain Moore refinement over (state, class) rows."""
+    blocks = [int(a) for a in dfa.accepting]
+    while True:
+        signatures: dict[tuple[int, tuple[int, ...]], int] = {}
+        new = []
+        for s in range(dfa.num_states):
+            row = tuple(blocks[t] if t >= 0 else -1 for t in dfa.transitions[s].tolist())
+            new.append(signatures.setdefault((blocks[s], row), len(signatures)))
+        if len(signatures) == len(set(blocks)):
+            return len(signatures)
+        blocks = new
+
+
+def assert_invariants(dfa: ByteDFA) -> None:
+    """Start 0, BFS numbering, every state live, coarsest classes, minimal."""
+    trans = dfa.transitions
+    assert trans.dtype == np.int32 and dfa.class_of_byte.dtype == np.int32
+    assert dfa.accepting.dtype == np.bool_
+    assert dfa.class_of_byte.shape == (256,)
+    assert set(dfa.class_of_byte.tolist()) == set(range(dfa.num_classes))
+    # Classes are numbered by their smallest byte.
+    firsts = [int(np.nonzero(dfa.class_of_byte == c)[0][0]) for c in range(dfa.num_classes)]
+    assert firsts == sorted(firsts)
+    # Coarsest: no two classes have equal columns.
+    assert len({tuple(col) for col in trans.T.tolist()}) == dfa.num_classes
+    # BFS order from 0, visiting classes in order.
+    order, seen = [0], {0}
+    for s in order:
+        for t in trans[s].tolist():
+            if t >= 0 and t not in seen:
+                seen.add(t)
+                order.append(t)
+    assert order == list(range(dfa.num_states))
+    # Every state can reach acceptance.
+    live = set(np.nonzero(dfa.accepting)[0].tolist())
+    changed = True
+    while changed:
+        changed = False
+        for s in range(dfa.num_states):
+            if s not in live and any(t in live for t in trans[s].tolist()):
+                live.add(s)
+                changed = True
+    assert len(live) == dfa.num_states
+    assert reference_minimal_size(dfa) == dfa.num_states
+
+
+# ---- UTF-8 ranges -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("lo", "hi"),
+    [
+        (0, 0x7F),
+        (0x7F, 0x80),
+        (0x7FF, 0x800),
+        (0xD000, 0xE100),
+        (0xFFFF, 0x10000),
+        (0x1000, 0x1234),
+        (0x10FFF0, 0x10FFFF),
+        (0x41, 0x41),
+    ],
+)
+def test_utf8_sequences_cover_exactly_the_encodings(lo: int, hi: int) -> None:
+    seqs = utf8_sequences(((lo, hi),))
+    covered = set()
+    for sequence in seqs:
+
+        def expand(prefix: bytes, rest: tuple[tuple[int, int], ...]) -> None:
+            if not rest:
+                covered.add(prefix)
+                return
+            for b in range(rest[0][0], rest[0][1] + 1):
+                expand(prefix + bytes([b]), rest[1:])
+
+        expand(b"", sequence)
+    expected = {encode(c) for c in range(lo, hi + 1) if not 0xD800 <= c <= 0xDFFF}
+    assert covered == expected
+
+
+def test_build_dfa_charset_rejects_overlong_and_surrogate_bytes() -> None:
+    dfa = build_dfa(negate(chars()))
+    assert dfa.matches("😀".encode())
+    assert not dfa.matches(b"\xc0\x80")  # overlong NUL
+    assert not dfa.matches(b"\xed\xa0\x80")  # UTF-8 of a surrogate
+    assert not dfa.matches(b"\xf4\x90\x80\x80")  # above U+10FFFF
+    assert not dfa.matches(b"\x80")
+    assert dfa.num_states == 9  # start, accept, 3 "n more" states, E0, ED, F0, F4 leads
+
+
+def test_build_dfa_multibyte_chars_both_directions() -> None:
+    dfa = build_dfa(repeat(chars((0x4E00, 0x9FFF)), 1, None))
+    assert dfa.matches("中文字".encode())
+    assert not dfa.matches("中a".encode())
+    assert not dfa.matches("中".encode()[:2])
+    rng = random.Random(0)
+    for _ in range(200):
+        data = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 7)))
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            assert not dfa.matches(data)
+        else:
+            assert dfa.matches(data) == all(0x4E00 <= ord(c) <= 0x9FFF for c in text)
+
+
+# ---- invariants and minimality --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "abc",
+        "a|b|cd",
+        "(a|ab)*c",
+        r"(\d+,?){0,4}",
+        '[^"]{0,20}',
+        r"\d{1,5}",
+        "x{2,}y?",
+        "(?:ab){3,5}",
+        ".{0,3}",
+        "(a+)+b",
+        "(a|b)*abb",
+        "a{0,3}a{2}",
+        r"(x(ab)*|y(ab)*)z",
+        r"[a-z]+@[a-z]+\.com",
+        "(cat|car|cart|dog)s?",
+        r"\s*,\s*\d+",
+        "é+|e+",
+    ],
+)
+def test_build_dfa_output_is_minimal_trimmed_and_canonical(pattern: str) -> None:
+    assert_invariants(build_dfa(parse_regex(pattern)))
+
+
+def test_build_dfa_long_chain_into_loop_is_minimal() -> None:
+    dfa = build_dfa(parse_regex(r'"[^"]{0,40}"\s*,(ab)*'))
+    assert_invariants(dfa)
+
+
+def test_build_dfa_equal_languages_give_identical_arrays() -> None:
+    pairs = [
+        (alt(literal("a"), literal("b")), chars("ab")),
+        (parse_regex("(a|ab)*"), parse_regex("(a|ab)*")),
+        (parse_regex("a{2,4}"), parse_regex("aa(a(a)?)?")),
+        (parse_regex(r"\d\d?"), parse_regex(r"\d{1,2}")),
+        (parse_regex("(ab)*a"), parse_regex("a(ba)*")),
+    ]
+    for left, right in pairs:
+        a, b = build_dfa(left), build_dfa(right)
+        assert np.array_equal(a.transitions, b.transitions)
+        assert np.array_equal(a.class_of_byte, b.class_of_byte)
+        assert np.array_equal(a.accepting, b.accepting)
+
+
+def test_build_dfa_repeated_build_is_deterministic() -> None:
+    node = parse_regex(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})")
+    a, b = build_dfa(node), build_dfa(node)
+    assert np.array_equal(a.transitions, b.transitions)
+    assert np.array_equal(a.class_of_byte, b.class_of_byte)
+
+
+def test_build_dfa_counted_chain_has_expected_size() -> None:
+    dfa = build_dfa(parse_regex('[^"]{0,2000}'))
+    assert dfa.num_states == 2000 * 8 + 1  # 8 states per non-'"' character, minimal
+    assert dfa.matches(("é" * 2000).encode())
+    assert not dfa.matches(("é" * 2001).encode())
+
+
+# ---- the operators --------------------------------------------------------------------------
+
+
+def test_build_dfa_intersection_is_product() -> None:
+    node = And((parse_regex("[a-c]*"), parse_regex("(ab|c)*"), parse_regex(".{0,4}")))
+    dfa = build_dfa(node)
+    for text in ["", "ab", "abc", "cab", "abab", "ababab", "ba", "abcc"]:
+        import re
+
+        expected = all(re.fullmatch(p, text) for p in ["[a-c]*", "(ab|c)*", ".{0,4}"])
+        assert dfa.matches(text.encode()) == expected
+
+
+def test_build_dfa_byteset_reads_raw_bytes() -> None:
+    dfa = build_dfa(repeat(ByteSet(((0x80, 0xFF),)), 2, 3))
+    assert dfa.matches(b"\x80\xff")
+    assert not dfa.matches(b"\x80")
+    assert not dfa.matches(b"\x7f\x80")
+
+
+@pytest.mark.parametrize(
+    ("node", "accepted", "rejected"),
+    [
+        (EMPTY, [b""], [b"a"]),
+        (repeat(optional(literal("a")), 2, 3), [b"", b"a", b"aaa"], [b"aaaa"]),
+        (
+            repeat(seq(repeat(literal("a"), 0, None), optional(literal("b"))), 0, None),
+            [b"", b"abab", b"bb"],
+            [b"c"],
+        ),
+        (
+            Concat((literal("a"), EMPTY, optional(literal("b")), literal("c"))),
+            [b"ac", b"abc"],
+            [b"ab"],
+        ),
+        (Alt((NOTHING, literal("x"))), [b"x"], [b""]),
+        (repeat(NOTHING, 0, 3), [b""], [b"a"]),
+    ],
+)
+def test_build_dfa_edge_operands(node: Node, accepted: list[bytes], rejected: list[bytes]) -> None:
+    dfa = build_dfa(node)
+    assert all(dfa.matches(s) for s in accepted)
+    assert not any(dfa.matches(s) for s in rejected)
+
+
+@pytest.mark.parametrize(
+    "node",
+    [
+        NOTHING,
+        seq(literal("a"), NOTHING),
+        And((literal("a"), literal("b"))),
+        chars((0xD800, 0xDFFF)),
+    ],
+)
+def test_build_dfa_empty_language_raises_spec_error(node: Node) -> None:
+    with pytest.raises(SpecError, match="matches no string"):
+        build_dfa(node)
+
+
+def test_build_dfa_walk_reports_dead() -> None:
+    dfa = build_dfa(literal("ab"))
+    assert dfa.walk(b"a") != DEAD
+    assert dfa.walk(b"b") == DEAD
+
+
+def test_build_dfa_shared_subtrees_are_built_once() -> None:
+    node: Node = literal("x")
+    for _ in range(60):  # a tree of 2**60 leaves as a DAG of 60 nodes
+        node = alt(seq(literal("ab"), node, literal("c")), seq(literal("b"), node, literal("c")))
+    dfa = build_dfa(node)
+    assert dfa.matches(b"ab" * 30 + b"b" * 30 + b"x" + b"c" * 60)
+    assert dfa.num_states < 200
+
+
+# ---- budgets ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "node",
+    [
+        parse_regex("(a|b){0,100000}c{0,100000}"),
+        And((parse_regex("(a|b){0,100000}c{0,100000}"), parse_regex("[ab]*c*"))),
+        parse_regex("((a|b){0,1000}){0,1000}"),
+        parse_regex("a{1000000000}"),
+        parse_regex("(a|b)*a(a|b){20}"),
+    ],
+)
+def test_build_dfa_explosive_spec_raises_budget_exceeded(node: Node) -> None:
+    with pytest.raises(BudgetExceededError, match="max_states") as info:
+        build_dfa(node)
+    assert info.value.limit == "max_states"
+    assert info.value.value == 200_000
+
+
+def test_build_dfa_small_max_states_is_enforced() -> None:
+    with pytest.raises(BudgetExceededError) as info:
+        build_dfa(parse_regex(r"\w{50}"), max_states=100)
+    assert info.value.limit == "max_states"
+    assert info.value.value == 100
+
+
+def test_build_dfa_deadline_stops_subset_construction() -> None:
+    start = time.monotonic()
+    with pytest.raises(BudgetExceededError, match="deadline") as info:
+        build_dfa(parse_regex("(a|b)*a(a|b){16}"), deadline=start + 0.05)
+    assert info.value.limit == "timeout_s"
+    assert time.monotonic() - start < 2.0
+
+
+def test_build_dfa_past_deadline_fails_immediately() -> None:
+    with pytest.raises(BudgetExceededError) as info:
+        build_dfa(literal("a"), deadline=time.monotonic() - 1)
+    assert info.value.limit == "timeout_s"
+
+
+# ---- minimization against a reference ---------------------------------------------------------
+
+
+def reference_classes(trans: np.ndarray, accepting: np.ndarray) -> list[int]:
+    """Nerode classes by plain Moore refinement (slow, obviously right)."""
+    blocks = [int(a) for a in accepting]
+    while True:
+        signatures: dict[tuple[int, tuple[int, ...]], int] = {}
+        new = []
+        for s in range(len(blocks)):
+            row = tuple(blocks[t] if t >= 0 else -1 for t in trans[s].tolist())
+            new.append(signatures.setdefault((blocks[s], row), len(signatures)))
+        if len(signatures) == len(set(blocks)):
+            return new
+        blocks = new
+
+
+def same_partition(left: list[int], right: list[int]) -> bool:
+    pairs = set(zip(left, right, strict=True))
+    return len(pairs) == len(set(left)) == len(set(right))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_equivalence_classes_match_reference_on_random_dfas(seed: int) -> None:
+    from fsmcompile.automaton.budget import Budget
+    from fsmcompile.automaton.fragment import trimmed
+    from fsmcompile.automaton.minimize import equivalence_classes
+
+    rng = np.random.default_rng(seed)
+    size, width = int(rng.integers(2, 40)), int(rng.integers(1, 4))
+    trans = rng.integers(-1, size, size=(size, width)).astype(np.int32)
+    if seed % 2:  # mostly chains: the shape the Revuz and upstream passes target
+        trans[:, 0] = np.minimum(np.arange(size) + 1, size - 1)
+        trans[-1, 0] = -1
+    accepting = rng.random(size) < 0.3
+    accepting[-1] = True
+    frag = trimmed(trans, accepting, prune_dead_ends=True)
+    if frag.is_nothing:
+        return
+    got = equivalence_classes(frag.trans, frag.accepting, Budget(10**6, None)).tolist()
+    assert same_partition(got, reference_classes(frag.trans, frag.accepting))
+
+
+def test_build_dfa_chain_between_loops_uses_hopcroft_and_is_minimal() -> None:
+    dfa = build_dfa(parse_regex("(ab)*x{0,150}(cd)*"))
+    assert_invariants(dfa)
+    assert dfa.matches(b"abab" + b"x" * 150 + b"cd")
+    assert not dfa.matches(b"x" * 151)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_hopcroft_refine_matches_reference(seed: int) -> None:
+    from fsmcompile.automaton.budget import Budget
+    from fsmcompile.automaton.fragment import trimmed
+    from fsmcompile.automaton.hopcroft import refine
+
+    rng = np.random.default_rng(100 + seed)
+    size = int(rng.integers(2, 60))
+    trans = rng.integers(-1, size, size=(size, 2)).astype(np.int32)
+    accepting = rng.random(size) < 0.4
+    frag = trimmed(trans, accepting, prune_dead_ends=True)
+    if frag.is_nothing:
+        return
+    live = (frag.trans >= 0).astype(np.int32)
+    shapes = [hash((bool(a), tuple(r))) for a, r in zip(frag.accepting, live.tolist(), strict=True)]
+    start = np.unique(np.array(shapes), return_inverse=True)[1].astype(np.int32)
+    got = refine(frag.trans, start, Budget(10**6, None)).tolist()
+    assert same_partition(got, reference_classes(frag.trans, frag.accepting))
