@@ -8,6 +8,7 @@ from fsmcompile.artifact import load, save
 from fsmcompile.compiler import (
     CompileResult,
     compile_json_schema,
+    compile_lark,
     compile_regex,
     compile_spec,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "VocabularyMismatchError",
     "__version__",
     "compile_json_schema",
+    "compile_lark",
     "compile_regex",
     "compile_spec",
     "load",

@@ -6,25 +6,38 @@ API clients: an explosive one ends in a clear BudgetExceededError, never a hang.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
+from fsmcompile import artifact
+from fsmcompile.artifact import AnyIndex
 from fsmcompile.automaton.dfa import ByteDFA
 from fsmcompile.automaton.ir import Node
-from fsmcompile.errors import SchemaError, SpecError
+from fsmcompile.errors import SpecError
 from fsmcompile.index.builder import build_token_index
-from fsmcompile.index.token_index import TokenIndex
+from fsmcompile.spec.identity import Kind, canonical_spec, spec_hash
 from fsmcompile.version import FORMAT_VERSION
 from fsmcompile.vocabulary import Vocabulary
 
+__all__ = [
+    "DEFAULT_MAX_STATES",
+    "DEFAULT_TIMEOUT_S",
+    "CompileResult",
+    "Kind",
+    "canonical_spec",
+    "compile_json_schema",
+    "compile_lark",
+    "compile_regex",
+    "compile_spec",
+    "index_cache_key",
+    "spec_hash",
+]
+
 logger = logging.getLogger(__name__)
 
-Kind = Literal["regex", "json", "lark"]
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_MAX_STATES = 200_000
 ProgressCallback = Callable[[str], None]
@@ -35,55 +48,41 @@ class CompileResult:
     """A compiled index plus how it was obtained.
 
     Attributes:
-        index: the token index.
+        index: the token index (`TokenIndex`, or `GrammarIndex` for Lark).
+        key: the cache key the index is stored under.
         cache_hit: whether it came from a cache tier instead of a compile.
         cache_tier: the tier that answered ('memory', 'disk', 'redis') on a hit.
         compile_s: seconds spent compiling (None on a hit).
-        num_states: DFA states; num_masks: distinct masks.
     """
 
-    index: TokenIndex
+    index: AnyIndex
+    key: str
     cache_hit: bool
     cache_tier: str | None
     compile_s: float | None
 
     @property
     def num_states(self) -> int:
-        return self.index.num_states
+        return int(self.index.num_states)
 
     @property
     def num_masks(self) -> int:
         return int(self.index.masks.shape[0])
 
 
-def canonical_spec(kind: Kind, spec: Any) -> str:
-    """The text that identifies a spec: JSON specs with sorted keys, others verbatim."""
-    if kind == "json":
-        if isinstance(spec, str):
-            try:
-                spec = json.loads(spec)
-            except ValueError as exc:
-                raise SchemaError(f"schema is not valid JSON: {exc}", "") from exc
-        return json.dumps(spec, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    if not isinstance(spec, str):
-        raise SpecError(f"a {kind} spec must be a string, got {type(spec).__name__}")
-    return spec
+def index_cache_key(
+    kind: Kind, spec: Any, vocab: Vocabulary, options: Mapping[str, Any] | None = None
+) -> str:
+    """The key `compile_spec` stores this spec's index under."""
+    from fsmcompile.store.keys import cache_key
 
-
-def spec_hash(kind: Kind, spec: Any, options: Mapping[str, Any]) -> str:
-    """sha256 of kind, canonical spec, options and format version."""
-    doc = json.dumps(
-        {
-            "kind": kind,
-            "spec": canonical_spec(kind, spec),
-            "options": dict(options),
-            "format": FORMAT_VERSION,
-        },
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
+    return cache_key(
+        vocab_fingerprint=vocab.fingerprint,
+        kind=kind,
+        spec=canonical_spec(kind, spec),
+        options=dict(options or {}),
+        format_version=FORMAT_VERSION,
     )
-    return hashlib.sha256(doc.encode("utf-8")).hexdigest()
 
 
 def lower_spec(kind: Kind, spec: Any, options: Mapping[str, Any]) -> Node:
@@ -117,15 +116,18 @@ def _compile_uncached(
     timeout_s: float,
     max_states: int,
     progress: ProgressCallback | None,
-) -> TokenIndex:
+) -> AnyIndex:
     deadline = time.monotonic() + timeout_s
     if kind == "lark":
-        from fsmcompile.spec.lark import compile_lark_index  # type: ignore[import-not-found]
+        from fsmcompile.spec.lark import compile_lark_index
 
-        index: TokenIndex = compile_lark_index(
-            spec, vocab, options=options, max_states=max_states, deadline=deadline
+        return compile_lark_index(
+            canonical_spec(kind, spec),
+            vocab,
+            options=options,
+            max_states=max_states,
+            deadline=deadline,
         )
-        return index
     if progress:
         progress("automaton")
     dfa = build_automaton(kind, spec, options, max_states=max_states, deadline=deadline)
@@ -155,44 +157,36 @@ def compile_spec(
         timeout_s: wall-clock budget for the compile.
         max_states: largest automaton allowed.
         cache: True for the default cache (memory + disk, + Redis when
-            FSMCOMPILE_REDIS_URL is set), False/None for none, or a `TieredCache`.
+            FSMCOMPILE_REDIS_URL is set), False/None for none, a Redis URL, or a
+            `TieredCache`.
         progress: called with a stage name as the compile moves on.
 
     Raises:
         SpecError: the spec is invalid or unsupported (subclasses say which).
         BudgetExceededError: the compile ran past `timeout_s` or `max_states`.
     """
+    from fsmcompile.default_cache import resolve_cache
+
     opts = dict(options or {})
+    key = index_cache_key(kind, spec, vocab, opts)
     started = time.perf_counter()
 
-    def compute() -> TokenIndex:
+    def compute() -> AnyIndex:
         return _compile_uncached(
             kind, spec, vocab, opts, timeout_s=timeout_s, max_states=max_states, progress=progress
         )
 
-    from fsmcompile.default_cache import resolve_cache
-
     tiered = resolve_cache(cache)
     if tiered is None:
         index = compute()
-        return CompileResult(index, False, None, time.perf_counter() - started)
-    from fsmcompile import artifact
-    from fsmcompile.store.keys import cache_key
-
-    key = cache_key(
-        vocab_fingerprint=vocab.fingerprint,
-        kind=kind,
-        spec=canonical_spec(kind, spec),
-        options=opts,
-        format_version=FORMAT_VERSION,
-    )
-    built: list[TokenIndex] = []
+        return CompileResult(index, key, False, None, time.perf_counter() - started)
+    built: list[AnyIndex] = []
 
     def compute_bytes() -> bytes:
         built.append(compute())
         return artifact.to_bytes(built[0])
 
-    def decode(data: bytes) -> TokenIndex:
+    def decode(data: bytes) -> AnyIndex:
         return built[0] if built else artifact.from_bytes(data, vocab, source=key)
 
     index, event = tiered.get_or_compute(key, compute_bytes, decode=decode)
@@ -202,7 +196,7 @@ def compile_spec(
         "hit" if event.hit else "miss",
         f" ({event.tier})" if event.tier else "",
     )
-    return CompileResult(index, event.hit, event.tier, event.compile_s)
+    return CompileResult(index, key, event.hit, event.tier, event.compile_s)
 
 
 def compile_regex(
@@ -212,7 +206,7 @@ def compile_regex(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     max_states: int = DEFAULT_MAX_STATES,
     cache: Any = True,
-) -> TokenIndex:
+) -> AnyIndex:
     """Compile a regex (Python `re` syntax, full match) into a token index for `vocab`.
 
     Raises:
@@ -233,7 +227,7 @@ def compile_json_schema(
     max_states: int = DEFAULT_MAX_STATES,
     cache: Any = True,
     **options: Any,
-) -> TokenIndex:
+) -> AnyIndex:
     """Compile a JSON Schema (dict, JSON text, or a Pydantic model class) into a token index.
 
     Options (`whitespace`, `strict`, `max_recursion_depth`, ...) are those of
@@ -249,6 +243,35 @@ def compile_json_schema(
     return compile_spec(
         "json",
         schema,
+        vocab,
+        options=options,
+        timeout_s=timeout_s,
+        max_states=max_states,
+        cache=cache,
+    ).index
+
+
+def compile_lark(
+    grammar: str,
+    vocab: Vocabulary,
+    *,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    max_states: int = DEFAULT_MAX_STATES,
+    cache: Any = True,
+    **options: Any,
+) -> AnyIndex:
+    """Compile a Lark grammar (LALR, contextual lexer) into a token index for `vocab`.
+
+    Options: `start` (the start rule), `strict` (lark's strict mode).
+
+    Raises:
+        GrammarError: the grammar does not build (`.line`/`.column` say where).
+        UnsupportedFeatureError: terminals no token mask can follow exactly.
+        BudgetExceededError: the compile ran past `timeout_s` or `max_states`.
+    """
+    return compile_spec(
+        "lark",
+        grammar,
         vocab,
         options=options,
         timeout_s=timeout_s,

@@ -86,8 +86,12 @@ class UnsupportedFeatureError(SpecError):
         pointer: str | None = None,
         keyword: str | None = None,
         features: Sequence[tuple[str, str]] = (),
+        line: int | None = None,
+        column: int | None = None,
     ) -> None:
         self.pattern = pattern
+        self.line = line
+        self.column = column
         self.pos = pos
         self.pointer = pointer
         self.keyword = keyword
@@ -98,6 +102,8 @@ class UnsupportedFeatureError(SpecError):
             text = f"{message} at position {pos}\n{_caret_line(pattern, pos)}"
         elif pointer is not None:
             text = f"{message} at {pointer or '/'}"
+        elif line is not None:
+            text = f"{message} at line {line}, column {column}"
         super().__init__(text)
 
 

@@ -2,13 +2,15 @@
 
 For every lexer state (the origin) each text token has one or a few outcomes: the
 terminals it completes (with the lexer context assumed after each), the lexer state it
-ends in, and so the set of terminals its last, unfinished lexeme can still become. Tokens
-with equal (emitted terminals, possible terminals) from the same origin form a group with
-one precomputed mask. Tokens that stay inside the lexeme form the few big groups (the
-inside-a-string group holds most of the vocabulary); tokens that cross lexeme
-boundaries form many small ones. At run time the parser decides which groups of the
-current origin are valid for its stack, and their masks are ORed (runtime/grammar_matcher).
-"""
+ends in, and so the exit set of its last, unfinished lexeme (grammar_exits.py). Tokens
+with equal (emitted terminals, exit set) form a group with one precomputed mask, shared by
+every origin that agrees on it. Tokens that stay inside the lexeme form the few big groups
+(the inside-a-string group holds most of the vocabulary); tokens that cross lexeme
+boundaries form many small ones, stored as token lists. Tokens whose first byte ends a
+finished lexeme are not grouped at all: they read as the next context's start state, and
+the runtime composes that state's row (`kill_masks`). At run time the parser decides which
+groups of the current origin are valid for its stack, and their masks are ORed
+(runtime/grammar_tables.py)."""
 
 from __future__ import annotations
 
@@ -20,8 +22,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from fsmcompile.index.bits import bitmask_words, pack_bool_rows
-from fsmcompile.index.grammar_lexer import LexerAutomaton, build_lexer_automaton
+from fsmcompile.index.bits import pack_bool_rows
+from fsmcompile.index.grammar_exits import exit_sets
+from fsmcompile.index.grammar_lexer import (
+    LexerAutomaton,
+    build_lexer_automaton,
+    lexer_shapes,
+)
 from fsmcompile.index.grammar_walk import (
     ConstraintTable,
     SequenceTable,
@@ -50,15 +57,22 @@ class GrammarIndex:
         seq_parent / seq_terminal / seq_context: int32[Q], emitted sequences: id 0 is
             empty, id s is seq_parent[s] followed by terminal seq_terminal[s], after which
             the next lexeme was lexed in context seq_context[s].
-        state_rset: int32[L], the label set (terminals the lexeme can still become) of
-            each lexer state; rset_start int64[R+1] / rset_terminals int32[...] list them.
+        state_xset: int32[L], the exit set of each lexer state (grammar_exits.py): the
+            terminals its lexeme can still be cut as, with the contexts that can follow;
+            xset_start int64[X+1] / xset_terminal / xset_context int32[P] list the pairs.
         origin_entry_start: int64[L+1], the groups valid-to-check from origin o are
             entry_group[origin_entry_start[o]:origin_entry_start[o+1]].
         entry_group: int32[E], group ids (a group is shared by the origins that agree on it).
-        group_seq / group_rset: int32[G], what a group's tokens emit and can still become.
+        group_seq / group_xset: int32[G], what a group's tokens emit, and the exit set of
+            the state they end in.
         group_dense: int32[G], row of `masks` holding the group's tokens, or -1 when they
             are listed in group_tokens[group_token_start[g]:group_token_start[g+1]].
         masks: int32[D, ceil(V/32)], the distinct dense group masks (layout in bits.py).
+        state_kill: int32[L], for a labelled state, the row of `kill_masks` holding the
+            tokens whose first byte ends its lexeme; -1 for unlabelled states. Those tokens'
+            outcomes are not in the groups: they are the next context's start-state
+            outcomes after the terminal, which the runtime composes.
+        kill_masks: int32[K, ceil(V/32)].
         vocabulary, kind ('lark'), spec_hash: as for TokenIndex.
     """
 
@@ -69,17 +83,20 @@ class GrammarIndex:
     seq_parent: npt.NDArray[np.int32]
     seq_terminal: npt.NDArray[np.int32]
     seq_context: npt.NDArray[np.int32]
-    state_rset: npt.NDArray[np.int32]
-    rset_start: npt.NDArray[np.int64]
-    rset_terminals: npt.NDArray[np.int32]
+    state_xset: npt.NDArray[np.int32]
+    xset_start: npt.NDArray[np.int64]
+    xset_terminal: npt.NDArray[np.int32]
+    xset_context: npt.NDArray[np.int32]
     origin_entry_start: npt.NDArray[np.int64]
     entry_group: npt.NDArray[np.int32]
     group_seq: npt.NDArray[np.int32]
-    group_rset: npt.NDArray[np.int32]
+    group_xset: npt.NDArray[np.int32]
     group_dense: npt.NDArray[np.int32]
     group_token_start: npt.NDArray[np.int64]
     group_tokens: npt.NDArray[np.int32]
     masks: npt.NDArray[np.int32]
+    state_kill: npt.NDArray[np.int32]
+    kill_masks: npt.NDArray[np.int32]
     vocabulary: Vocabulary
     kind: str
     spec_hash: str
@@ -116,25 +133,22 @@ def next_contexts(table: ParseTable, num_terminals: int) -> list[list[int]]:
     return out
 
 
-def reachable_labels(lexer: LexerAutomaton, num_terminals: int) -> npt.NDArray[np.bool_]:
-    """bool[L, T]: the labels each state can still reach without a cut (itself included)."""
-    reach = np.zeros((lexer.num_states, num_terminals), dtype=np.bool_)
-    labelled = np.flatnonzero(lexer.label >= 0)
-    reach[labelled, lexer.label[labelled]] = True
-    trans = lexer.transitions
-    while True:
-        nxt = reach.copy()
-        for c in range(trans.shape[1]):
-            ok = trans[:, c] >= 0
-            nxt[ok] |= reach[trans[ok, c]]
-        if np.array_equal(nxt, reach):
-            return reach
-        reach = nxt
-
-
-def build_grammar_index(grammar: LarkGrammar, vocab: Vocabulary, *, spec_hash: str,
-                        max_states: int, deadline: float | None = None) -> GrammarIndex:
+def build_grammar_index(
+    grammar: LarkGrammar,
+    vocab: Vocabulary,
+    *,
+    spec_hash: str,
+    max_states: int,
+    deadline: float | None = None,
+) -> GrammarIndex:
     """Build the lexer automaton and every origin's token groups.
+
+    Args:
+        grammar: the analysed grammar (`fsmcompile.spec.lark.load_lark_grammar`).
+        vocab: the tokenizer; its trie is walked once from every lexer state together.
+        spec_hash: stored in the index, keys its cache entry.
+        max_states: the largest lexer automaton (and lexer NFA) allowed.
+        deadline: `time.monotonic()` value past which the build stops.
 
     Raises:
         BudgetExceededError: the lexer passes `max_states` or the compile its deadline.
@@ -147,21 +161,30 @@ def build_grammar_index(grammar: LarkGrammar, vocab: Vocabulary, *, spec_hash: s
     contexts_after = next_contexts(grammar.table, num_terminals)
     lexed = time.perf_counter()
 
+    shapes = lexer_shapes(lexer)
     sequences = SequenceTable()
-    records = walk_grammar_tokens(lexer, vocab.trie, contexts_after, ignored.tolist(),
-                                  sequences, ConstraintTable(), deadline)
+    records = walk_grammar_tokens(
+        shapes, vocab.trie, contexts_after, ignored.tolist(), sequences, ConstraintTable(), deadline
+    )
     walked = time.perf_counter()
 
-    reach = reachable_labels(lexer, num_terminals)
-    rsets, state_rset = np.unique(reach, axis=0, return_inverse=True)
-    state_rset = state_rset.reshape(-1).astype(np.int32)
-    groups = _groups(records, state_rset, vocab, lexer.num_states)
-    rset_rows, rset_cols = np.nonzero(rsets)
-    rset_start = np.searchsorted(rset_rows, np.arange(rsets.shape[0] + 1)).astype(np.int64)
-    logger.debug("grammar index: %d lexer states, %d groups, %d dense masks; lexer %.1f ms, "
-                 "walk %.1f ms, groups %.1f ms", lexer.num_states, groups["group_seq"].shape[0],
-                 groups["masks"].shape[0], (lexed - started) * 1e3, (walked - lexed) * 1e3,
-                 (time.perf_counter() - walked) * 1e3)
+    exits = exit_sets(lexer, num_terminals)
+    # Shapes keep labels and transitions, so every state of a shape has its exit set.
+    shape_xset = np.zeros(shapes.num_shapes, dtype=np.int32)
+    shape_xset[shapes.of_state] = exits.state_xset
+    groups = _groups(records, shape_xset, vocab, lexer.num_states)
+    state_kill, kill_masks = _kill_masks(lexer, vocab)
+    logger.debug(
+        "grammar index: %d lexer states (%d shapes), %d groups, %d dense masks; lexer %.1f ms, "
+        "walk %.1f ms, groups %.1f ms",
+        lexer.num_states,
+        shapes.num_shapes,
+        groups["group_seq"].shape[0],
+        groups["masks"].shape[0],
+        (lexed - started) * 1e3,
+        (walked - lexed) * 1e3,
+        (time.perf_counter() - walked) * 1e3,
+    )
     return GrammarIndex(
         lexer=lexer,
         table=grammar.table,
@@ -170,49 +193,93 @@ def build_grammar_index(grammar: LarkGrammar, vocab: Vocabulary, *, spec_hash: s
         seq_parent=np.asarray(sequences.parent, dtype=np.int32),
         seq_terminal=np.asarray(sequences.terminal, dtype=np.int32),
         seq_context=np.asarray(sequences.context, dtype=np.int32),
-        state_rset=state_rset,
-        rset_start=rset_start,
-        rset_terminals=rset_cols.astype(np.int32),
+        state_xset=exits.state_xset,
+        xset_start=exits.pair_start,
+        xset_terminal=exits.pair_terminal,
+        xset_context=exits.pair_context,
         **groups,
+        state_kill=state_kill,
+        kill_masks=kill_masks,
         vocabulary=vocab,
         kind="lark",
         spec_hash=spec_hash,
     )
 
 
+def _kill_masks(
+    lexer: LexerAutomaton, vocab: Vocabulary
+) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]:
+    """Per labelled state, the tokens whose first byte kills it, as shared packed rows."""
+    labelled = np.flatnonzero(lexer.label >= 0)
+    kills = lexer.transitions[labelled] < 0  # bool[labelled, C]
+    patterns, row_of = np.unique(kills, axis=0, return_inverse=True)
+    state_kill = np.full(lexer.num_states, -1, dtype=np.int32)
+    state_kill[labelled] = row_of.reshape(-1)
+    # First byte of each token without a Python loop: trie nodes are numbered depth-first,
+    # so a token's depth-1 ancestor is the last depth-1 node at or before its end node.
+    trie = vocab.trie
+    depth1 = np.sort(trie.level_nodes[trie.level_offsets[1] : trie.level_offsets[2]])
+    ancestor = depth1[np.searchsorted(depth1, trie.token_node, side="right") - 1]
+    first_class = lexer.class_of_byte[trie.node_byte[ancestor]]
+    allowed = np.zeros((patterns.shape[0], vocab.size), dtype=np.bool_)
+    allowed[:, trie.token_ids] = patterns[:, first_class]
+    return state_kill, pack_bool_rows(allowed)
+
+
 def _sorted_unique(values: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     """np.unique by sorting: numpy 2's hash-based plain `np.unique` is ~50x slower here."""
     ordered = np.sort(values)
-    return ordered[np.concatenate([[True], ordered[1:] != ordered[:-1]])] if ordered.size \
-        else ordered
+    return (
+        ordered[np.concatenate([[True], ordered[1:] != ordered[:-1]])] if ordered.size else ordered
+    )
 
 
-def _unique_rows(rows: npt.NDArray[np.uint64]) -> tuple[npt.NDArray[np.int64],
-                                                      npt.NDArray[np.int64]]:
-    """(first member, class id) of equal rows; a 64-bit hash makes it a 1-D unique."""
+_CHUNK_ROWS = 1 << 15  # rows per pass: keeps the temporaries in cache
+
+
+def _unique_rows(
+    rows: npt.NDArray[np.uint64],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """(first member, class id) of equal rows; a 64-bit hash makes it a 1-D unique.
+
+    Walk records repeat a few hundred distinct origin bitsets over hundreds of thousands of
+    rows, so hashing (in cache-sized chunks) and then checking every row against its
+    class's first member is far cheaper than a lexicographic unique of the wide rows.
+    """
     rng = np.random.default_rng(0x5EED)
     mult = rng.integers(1, 2**63, size=rows.shape[1], dtype=np.uint64) | np.uint64(1)
-    hashed = (rows * mult).sum(axis=1, dtype=np.uint64)
+    hashed = np.empty(rows.shape[0], dtype=np.uint64)
+    for lo in range(0, rows.shape[0], _CHUNK_ROWS):
+        chunk = rows[lo : lo + _CHUNK_ROWS]
+        # Fold the high half down first: a bare multiply never moves high bits down, so
+        # rows differing only in bit 63 of two words would always collide.
+        mixed = chunk ^ (chunk >> np.uint64(32))
+        mixed *= mult
+        hashed[lo : lo + _CHUNK_ROWS] = mixed.sum(axis=1, dtype=np.uint64)
     _, first, inv = np.unique(hashed, return_index=True, return_inverse=True)
     inv = inv.reshape(-1)
-    if not np.array_equal(rows, rows[first[inv]]):  # a collision: do it exactly
-        _, first, inv = np.unique(rows, axis=0, return_index=True, return_inverse=True)
-        inv = inv.reshape(-1)
+    for lo in range(0, rows.shape[0], _CHUNK_ROWS):
+        chunk = rows[lo : lo + _CHUNK_ROWS]
+        if not np.array_equal(chunk, rows[first[inv[lo : lo + _CHUNK_ROWS]]]):
+            _, first, inv = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+            return first.astype(np.int64), inv.reshape(-1).astype(np.int64)
     return first.astype(np.int64), inv.astype(np.int64)
 
 
-def _groups(records: WalkRecords, state_rset: npt.NDArray[np.int32], vocab: Vocabulary,
-            num_origins: int) -> dict[str, npt.NDArray[Any]]:
-    """Group token outcomes by (seq, label set, origins) and list each origin's groups.
+def _groups(
+    records: WalkRecords, state_xset: npt.NDArray[np.int32], vocab: Vocabulary, num_origins: int
+) -> dict[str, npt.NDArray[Any]]:
+    """Group token outcomes by (seq, exit set, origins) and list each origin's groups.
 
     Grouping by the origin bitset first keeps the work linear in the records: the
     inside-a-string outcome of 100k tokens is one group shared by every string state,
     never 100k x (string states) pairs.
     """
     trie = vocab.trie
-    rset = state_rset[records.state].astype(np.uint64)
-    sig = np.concatenate([records.seq.astype(np.uint64)[:, None], rset[:, None],
-                          records.origins], axis=1)
+    xset = state_xset[records.state].astype(np.uint64)
+    sig = np.concatenate(
+        [records.seq.astype(np.uint64)[:, None], xset[:, None], records.origins], axis=1
+    )
     first, group_of_rec = _unique_rows(sig)
     num_groups = first.shape[0]
     # Tokens of each record's trie node (several ids can share bytes).
@@ -243,11 +310,12 @@ def _groups(records: WalkRecords, state_rset: npt.NDArray[np.int32], vocab: Voca
     order = np.lexsort((entry_group, entry_origin))
     entry_group, entry_origin = entry_group[order], entry_origin[order]
     return {
-        "origin_entry_start": np.searchsorted(entry_origin, np.arange(num_origins + 1)
-                                              ).astype(np.int64),
+        "origin_entry_start": np.searchsorted(entry_origin, np.arange(num_origins + 1)).astype(
+            np.int64
+        ),
         "entry_group": entry_group.astype(np.int32),
         "group_seq": records.seq[first].astype(np.int32),
-        "group_rset": state_rset[records.state[first]].astype(np.int32),
+        "group_xset": state_xset[records.state[first]].astype(np.int32),
         "group_dense": group_dense,
         "group_token_start": np.concatenate([[0], np.cumsum(listed_sizes)]).astype(np.int64),
         "group_tokens": tokens[listed].astype(np.int32),

@@ -62,21 +62,31 @@ class _Nfa:
         self.kind: list[int] = []
         self.ranges: list[tuple[tuple[int, int], ...]] = []
         self.out: list[list[int]] = []
+        self.owner: list[int] = []  # the terminal each state was built for
+        self.building = -1
         self.max_states = max_states
         self.deadline = deadline
 
-    def add(self, kind: int, ranges: tuple[tuple[int, int], ...] = (),
-            out: list[int] | None = None) -> int:
+    def add(
+        self, kind: int, ranges: tuple[tuple[int, int], ...] = (), out: list[int] | None = None
+    ) -> int:
         if len(self.kind) >= self.max_states:
             raise BudgetExceededError(
                 f"the lexer NFA needs more than max_states={self.max_states} states; "
                 "raise max_states or bound the terminals' repetition counts",
-                limit="max_states", value=self.max_states)
-        if self.deadline is not None and len(self.kind) % 1024 == 0 and \
-                time.monotonic() > self.deadline:
-            raise BudgetExceededError("compile timed out while building the lexer",
-                                      limit="timeout_s", value=0.0)
+                limit="max_states",
+                value=self.max_states,
+            )
+        if (
+            self.deadline is not None
+            and len(self.kind) % 1024 == 0
+            and time.monotonic() > self.deadline
+        ):
+            raise BudgetExceededError(
+                "compile timed out while building the lexer", limit="timeout_s", value=0.0
+            )
         self.kind.append(kind)
+        self.owner.append(self.building)
         self.ranges.append(ranges)
         self.out.append(out if out is not None else [])
         return len(self.kind) - 1
@@ -97,7 +107,9 @@ class _Nfa:
         if isinstance(node, Repeat):
             return self._repeat(node, nxt)
         if isinstance(node, And):
-            raise UnsupportedFeatureError("intersections have no match preference in lark terminals")
+            raise UnsupportedFeatureError(
+                "intersections have no match preference in lark terminals"
+            )
         raise TypeError(f"not an IR node: {node!r}")
 
     def _sequence(self, seq: tuple[tuple[int, int], ...], nxt: int) -> int:
@@ -150,8 +162,9 @@ def _byte_classes(nfa: _Nfa) -> tuple[npt.NDArray[np.int32], list[int]]:
     return class_of_byte, bounds[:-1]
 
 
-def _moore_minimize(trans: npt.NDArray[np.int32], output: npt.NDArray[np.int64]
-                    ) -> npt.NDArray[np.int64]:
+def _moore_minimize(
+    trans: npt.NDArray[np.int32], output: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int64]:
     """Block id of each state: states with equal outputs along every path share a block."""
     _, block = np.unique(output, return_inverse=True)
     block = block.reshape(-1).astype(np.int64)
@@ -165,8 +178,9 @@ def _moore_minimize(trans: npt.NDArray[np.int32], output: npt.NDArray[np.int64]
         block = new_block
 
 
-def build_lexer_automaton(grammar: LarkGrammar, *, max_states: int,
-                          deadline: float | None = None) -> LexerAutomaton:
+def build_lexer_automaton(
+    grammar: LarkGrammar, *, max_states: int, deadline: float | None = None
+) -> LexerAutomaton:
     """One leftmost-first DFA per lexer context, merged and minimized.
 
     Cost: subset construction in Python, O(DFA states x classes x NFA threads); lark
@@ -177,42 +191,70 @@ def build_lexer_automaton(grammar: LarkGrammar, *, max_states: int,
         UnsupportedFeatureError: a terminal whose IR has no match preference.
     """
     nfa = _Nfa(max_states, deadline)
-    match_of_terminal = [nfa.add(_MATCH, out=[t]) for t in range(len(grammar.terminals))]
-    term_entry = [nfa.build(term.node, match_of_terminal[t])
-                  for t, term in enumerate(grammar.terminals)]
+    match_of_terminal: list[int] = []
+    term_entry: list[int] = []
+    for t, term in enumerate(grammar.terminals):
+        nfa.building = t
+        match_of_terminal.append(nfa.add(_MATCH, out=[t]))
+        term_entry.append(nfa.build(term.node, match_of_terminal[t]))
     class_of_byte, class_byte = _byte_classes(nfa)
     num_classes = len(class_byte)
     step: list[list[int] | None] = [
         [o[0] if any(lo <= b <= hi for lo, hi in r) else -1 for b in class_byte]
-        if k == _BYTE else None
+        if k == _BYTE
+        else None
         for k, r, o in zip(nfa.kind, nfa.ranges, nfa.out, strict=True)
     ]
     is_match = [k == _MATCH for k in nfa.kind]
-    ignored = grammar.ignored
+    ignored_thread = [bool(grammar.ignored[t]) for t in nfa.owner]
+    unless_ids = {ctx.unless: i for i, ctx in enumerate(grammar.contexts)}
 
-    states: dict[tuple[tuple[int, ...], frozenset[int]], int] = {}
+    # A DFA state depends on its context only while an ignored terminal is still possible
+    # (lark restarts in that context after it) or a keyword may still rename the lexeme
+    # (the context decides which): other states are shared by every context.
+    states: dict[tuple[int, int, tuple[int, ...], frozenset[int]], int] = {}
     rows: list[list[int]] = []
     labels: list[int] = []
     restart: list[int] = []
     starts: list[int] = []
+    closures: dict[tuple[int, ...], list[int]] = {}
+    Pending = list[
+        tuple[int, tuple[int, ...], frozenset[int], int, int, dict[int, tuple[int, ...]]]
+    ]
 
-    def intern(main: list[int], shadow: frozenset[int], ctx: int,
-               unless: dict[int, tuple[int, ...]], pending: list[tuple[int, tuple[int, ...],
-                                                                        frozenset[int]]]) -> int:
-        for i, s in enumerate(main):
-            if is_match[s]:
-                del main[i + 1:]  # lower-preference threads lose to this match
-                break
+    def closure(seeds: list[int]) -> list[int]:
+        key = tuple(seeds)
+        found = closures.get(key)
+        if found is None:
+            found = nfa.closure(seeds)
+            for i, s in enumerate(found):
+                if is_match[s]:
+                    found = found[: i + 1]  # lower-preference threads lose to this match
+                    break
+            closures[key] = found
+        return found
+
+    def intern(
+        main: list[int],
+        shadow: frozenset[int],
+        ctx: int,
+        unless_id: int,
+        unless: dict[int, tuple[int, ...]],
+        pending: Pending,
+    ) -> int:
         if not main:
             return -1
-        key = (ctx, *main), shadow
+        tag = ctx if any(ignored_thread[s] for s in main) else -1
+        key = (tag, unless_id if shadow else -1, tuple(main), shadow)
         found = states.get(key)
         if found is not None:
             return found
         if len(rows) >= max_states:
             raise BudgetExceededError(
                 f"the lexer automaton needs more than max_states={max_states} states",
-                limit="max_states", value=max_states)
+                limit="max_states",
+                value=max_states,
+            )
         label = nfa.out[main[-1]][0] if is_match[main[-1]] else -1
         if label >= 0:
             for keyword in unless.get(label, ()):
@@ -223,43 +265,68 @@ def build_lexer_automaton(grammar: LarkGrammar, *, max_states: int,
         states[key] = sid
         rows.append([-1] * num_classes)
         labels.append(label)
-        restart.append(ctx if label >= 0 and ignored[label] else -1)
-        pending.append((sid, tuple(main), shadow))
+        restart.append(ctx if label >= 0 and grammar.ignored[label] else -1)
+        pending.append((sid, key[2], shadow, ctx, unless_id, unless))
         return sid
 
     for ctx, context in enumerate(grammar.contexts):
         unless = dict(context.unless)
         keywords = sorted({k for _, ks in context.unless for k in ks})
-        shadow0 = frozenset(s for s in nfa.closure([term_entry[k] for k in keywords])
-                            if is_match[s] or step[s] is not None)
-        pending: list[tuple[int, tuple[int, ...], frozenset[int]]] = []
-        start = intern(nfa.closure([term_entry[t] for t in context.terminals]), shadow0, ctx,
-                       unless, pending)
+        shadow0 = frozenset(nfa.closure([term_entry[k] for k in keywords]))
+        pending: Pending = []
+        start = intern(
+            closure([term_entry[t] for t in context.terminals]),
+            shadow0,
+            ctx,
+            unless_ids[context.unless],
+            unless,
+            pending,
+        )
+        if start < 0:  # a context with no terminals (only `$END` expected): a dead start
+            start = len(rows)
+            rows.append([-1] * num_classes)
+            labels.append(-1)
+            restart.append(-1)
         starts.append(start)
         while pending:
-            sid, main, shadow = pending.pop()
+            sid, main, shadow, p_ctx, p_uid, p_unless = pending.pop()
             if deadline is not None and time.monotonic() > deadline:
-                raise BudgetExceededError("compile timed out while building the lexer",
-                                          limit="timeout_s", value=0.0)
+                raise BudgetExceededError(
+                    "compile timed out while building the lexer", limit="timeout_s", value=0.0
+                )
+            main_rows = [row for s in main if (row := step[s]) is not None]
+            shadow_rows = [row for s in shadow if (row := step[s]) is not None]
+            out = rows[sid]
             for c in range(num_classes):
-                moved = [t for s in main if (row := step[s]) is not None and (t := row[c]) >= 0]
+                moved = [t for row in main_rows if (t := row[c]) >= 0]
                 if not moved:
                     continue
-                moved_shadow = [t for s in shadow if (row := step[s]) is not None
-                                and (t := row[c]) >= 0]
-                rows[sid][c] = intern(nfa.closure(moved), frozenset(nfa.closure(moved_shadow)),
-                                      ctx, unless, pending)
+                moved_shadow = (
+                    frozenset(nfa.closure([t for row in shadow_rows if (t := row[c]) >= 0]))
+                    if shadow_rows
+                    else frozenset()
+                )
+                out[c] = intern(closure(moved), moved_shadow, p_ctx, p_uid, p_unless, pending)
     trans = np.array(rows, dtype=np.int32).reshape(len(rows), num_classes)
-    return _finish(trans, class_of_byte, np.array(labels, dtype=np.int32),
-                   np.array(starts, dtype=np.int32), np.array(restart, dtype=np.int32))
+    return _finish(
+        trans,
+        class_of_byte,
+        np.array(labels, dtype=np.int32),
+        np.array(starts, dtype=np.int32),
+        np.array(restart, dtype=np.int32),
+    )
 
 
-def _finish(trans: npt.NDArray[np.int32], class_of_byte: npt.NDArray[np.int32],
-            label: npt.NDArray[np.int32], starts: npt.NDArray[np.int32],
-            restart: npt.NDArray[np.int32]) -> LexerAutomaton:
+def _finish(
+    trans: npt.NDArray[np.int32],
+    class_of_byte: npt.NDArray[np.int32],
+    label: npt.NDArray[np.int32],
+    starts: npt.NDArray[np.int32],
+    restart: npt.NDArray[np.int32],
+) -> LexerAutomaton:
     """Trim states that can never be cut into a lexeme, then merge equal futures."""
-    num_states = trans.shape[0]
     live = label >= 0
+    live[starts] = True  # a context's start stays even when no lexeme can begin there
     while True:
         reach = live | (np.where(trans >= 0, live[np.maximum(trans, 0)], False).any(axis=1))
         if np.array_equal(reach, live):
@@ -289,7 +356,64 @@ def _finish(trans: npt.NDArray[np.int32], class_of_byte: npt.NDArray[np.int32],
         transitions=np.ascontiguousarray(mapped, dtype=np.int32),
         class_of_byte=class_of_byte,
         label=np.ascontiguousarray(label[reps], dtype=np.int32),
-        context_start=np.array([new_id[block[s]] if s >= 0 and live[s] else -1
-                                for s in starts.tolist()], dtype=np.int32),
+        context_start=new_id[block[starts]].astype(np.int32),
         restart_context=np.ascontiguousarray(restart[reps], dtype=np.int32),
-        )
+    )
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class LexerShapes:
+    """The lexer automaton with its ignore tags erased, for walking the vocabulary.
+
+    A `%ignore`d terminal (a comment, whitespace) has one copy of its states per context,
+    because lark restarts in that context after it. Until the lexeme is cut the copies
+    behave alike, so the vocabulary walk runs on these merged "shapes" and recovers the
+    context from the origin only when an ignored lexeme is cut: a comment state is walked
+    once, not once per context.
+
+    Attributes:
+        of_state: int32[L], the shape of each lexer state.
+        transitions: int32[S, C]; label: int32[S]; class_of_byte: int32[256], as in
+            `LexerAutomaton`.
+        context_start: int32[K], the shape of each context's start state.
+        context_tag: int32[L], for a state whose lexeme can still become an ignored
+            terminal, the context it restarts in; -1 for the others.
+    """
+
+    of_state: npt.NDArray[np.int32]
+    transitions: npt.NDArray[np.int32]
+    label: npt.NDArray[np.int32]
+    class_of_byte: npt.NDArray[np.int32]
+    context_start: npt.NDArray[np.int32]
+    context_tag: npt.NDArray[np.int32]
+
+    @property
+    def num_shapes(self) -> int:
+        return int(self.transitions.shape[0])
+
+
+def lexer_shapes(lexer: LexerAutomaton) -> LexerShapes:
+    """Merge lexer states whose labels agree along every path (ignore tags dropped)."""
+    trans = lexer.transitions
+    block = _moore_minimize(trans, lexer.label.astype(np.int64))
+    _, first, shape = np.unique(block, return_index=True, return_inverse=True)
+    shape = shape.reshape(-1)
+    reps = first
+    shape_trans = np.where(trans[reps] >= 0, shape[np.maximum(trans[reps], 0)], -1)
+    tag = lexer.restart_context.astype(np.int64).copy()
+    while True:
+        nxt = tag.copy()
+        for c in range(trans.shape[1]):
+            ok = trans[:, c] >= 0
+            nxt[ok] = np.maximum(nxt[ok], tag[trans[ok, c]])
+        if np.array_equal(nxt, tag):
+            break
+        tag = nxt
+    return LexerShapes(
+        of_state=shape.astype(np.int32),
+        transitions=np.ascontiguousarray(shape_trans, dtype=np.int32),
+        label=np.ascontiguousarray(lexer.label[reps], dtype=np.int32),
+        class_of_byte=lexer.class_of_byte,
+        context_start=shape[lexer.context_start].astype(np.int32),
+        context_tag=tag.astype(np.int32),
+    )

@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fsmcompile.errors import BudgetExceededError
-from fsmcompile.index.grammar_lexer import LexerAutomaton
+from fsmcompile.index.grammar_lexer import LexerAutomaton, LexerShapes
 from fsmcompile.vocabulary.trie import TokenTrie
 
 Emitted = tuple[tuple[int, int], ...]
@@ -52,13 +52,6 @@ class SequenceTable:
             self.context.append(context)
         return found
 
-    def emitted(self, seq: int) -> Emitted:
-        out: list[tuple[int, int]] = []
-        while seq > 0:
-            out.append((self.terminal[seq], self.context[seq]))
-            seq = self.parent[seq]
-        return tuple(reversed(out))
-
 
 @dataclass(slots=True)
 class ConstraintTable:
@@ -76,26 +69,43 @@ class ConstraintTable:
         return found
 
 
-def step_constraints(lexer: LexerAutomaton, states: frozenset[int], byte_class: int
-                     ) -> frozenset[int] | None:
+def step_constraints(
+    lexer: LexerAutomaton, states: frozenset[int], byte_class: int
+) -> frozenset[int] | None:
     """The constraint set after one byte; None when a constraint reached a label (fail)."""
+    return _step_constraints(lexer.transitions, lexer.label, states, byte_class)
+
+
+def _step_constraints(
+    trans: npt.NDArray[np.int32],
+    label: npt.NDArray[np.int32],
+    states: frozenset[int],
+    byte_class: int,
+) -> frozenset[int] | None:
     out = []
     for c in states:
-        nxt = int(lexer.transitions[c, byte_class])
+        nxt = int(trans[c, byte_class])
         if nxt >= 0:
-            if lexer.label[nxt] >= 0:
+            if label[nxt] >= 0:
                 return None
             out.append(nxt)
     return frozenset(out)
 
 
-def walk_bytes(lexer: LexerAutomaton, next_contexts: list[list[int]], ignored: list[bool],
-               state: int, constraints: frozenset[int], data: bytes
-               ) -> list[tuple[Emitted, int, frozenset[int]]]:
+def walk_bytes(
+    lexer: LexerAutomaton,
+    next_contexts: list[list[int]],
+    ignored: list[bool],
+    state: int,
+    constraints: frozenset[int],
+    data: bytes,
+) -> list[tuple[Emitted, int, frozenset[int]]]:
     """Every outcome of feeding `data` to the lexer from `state` (the slow, obvious walk).
 
-    The runtime uses it once per (state, constraints, token) and the tests compare it with
-    the vectorized walk. Returns (emitted, end state, open constraints) triples, deduplicated.
+    The runtime uses it once per (state, constraints, token) to advance; every mask the
+    runtime builds from the vectorized walk must agree with it token for token (the grammar
+    tests check that at every step). Returns (emitted, end state, open constraints)
+    triples, deduplicated.
     """
     trans = lexer.transitions
     label = lexer.label
@@ -136,7 +146,7 @@ class WalkRecords:
 
     Attributes:
         node: int64[E], the trie node where the token(s) end.
-        state: int64[E], the lexer state at the token's end.
+        state: int64[E], the lexer shape at the token's end.
         seq: int64[E], the emitted sequence id.
         origins: uint64[E, ceil(L/64)], which origin lexer states have this outcome.
     """
@@ -153,44 +163,78 @@ def _or_runs(bits: npt.NDArray[np.uint64], starts: npt.NDArray[np.int64]) -> npt
     return np.bitwise_or.reduceat(bits, starts, axis=0)
 
 
-def walk_grammar_tokens(lexer: LexerAutomaton, trie: TokenTrie, next_contexts: list[list[int]],
-                        ignored: list[bool], sequences: SequenceTable,
-                        constraints: ConstraintTable, deadline: float | None = None
-                        ) -> WalkRecords:
+def _sort_rows(keys: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Lexicographic order of int64[E, 4] rows; one packed-key argsort when the ranges fit."""
+    span = keys.max(axis=0, initial=0).astype(np.float64) + 1
+    if float(np.prod(span)) < 2.0**62:
+        packed = keys[:, 0].copy()
+        for col in range(1, keys.shape[1]):
+            packed *= int(span[col])
+            packed += keys[:, col]
+        return np.argsort(packed, kind="stable")
+    return np.lexsort(keys.T[::-1])
+
+
+def walk_grammar_tokens(
+    shapes: LexerShapes,
+    trie: TokenTrie,
+    next_contexts: list[list[int]],
+    ignored: list[bool],
+    sequences: SequenceTable,
+    constraints: ConstraintTable,
+    deadline: float | None = None,
+) -> WalkRecords:
     """Outcomes of every text token from every lexer state, level by level through the trie.
 
-    Frontier entries are (node, lexer state, seq, constraint set) with a bitset of the
-    origins that reach them, so origins that converge (every state inside a string reaches
-    the same state on a letter) are walked once. Cost grows with distinct live entries.
-    Inside-lexeme steps are numpy; cuts and constraints go through small Python loops over
-    distinct (sequence, terminal, context) and (constraint set, byte class) pairs only.
+    Outcomes where a labelled origin's lexeme ends right before the token (its first byte
+    kills the lexeme) are left out: they are the outcomes from the next context's start
+    state, prefixed with that terminal, and the runtime composes them.
+
+    Frontier entries are (node, shape, seq, constraint set) with a bitset of the origins
+    (lexer states) that reach them, so origins that converge (every state inside a string
+    reaches the same state on a letter) are walked once. When an ignored lexeme that began
+    at the origin is cut, the bitset is split by the origins' contexts. Cost grows with
+    distinct live entries. Inside-lexeme steps are numpy; cuts and constraints go through
+    small Python loops over distinct (sequence, terminal, context) and (constraint set,
+    byte class) pairs only.
     """
-    num_states = lexer.num_states
-    words = (num_states + 63) // 64
-    trans = lexer.transitions.astype(np.int64)
-    label = lexer.label.astype(np.int64)
+    num_origins = int(shapes.of_state.shape[0])
+    words = (num_origins + 63) // 64
+    trans = shapes.transitions.astype(np.int64)
+    label = shapes.label.astype(np.int64)
     has_label = np.append(label >= 0, False)  # index -1 (dead) maps to False
-    byte_class = lexer.class_of_byte[trie.node_byte].astype(np.int64)
+    byte_class = shapes.class_of_byte[trie.node_byte].astype(np.int64)
     is_token_node = np.zeros(trie.num_nodes, dtype=np.bool_)
     is_token_node[trie.token_node] = True
     ignored_arr = np.asarray(ignored + [False], dtype=np.bool_)
-    restart_start = np.where(lexer.restart_context >= 0,
-                             lexer.context_start[np.maximum(lexer.restart_context, 0)], -1)
     fan_ctx = [np.asarray(ctxs, dtype=np.int64) for ctxs in next_contexts]
+    num_contexts = int(shapes.context_start.shape[0])
+    onehot = np.zeros((num_origins, words), dtype=np.uint64)
+    idx = np.arange(num_origins)
+    onehot[idx, idx // 64] = np.left_shift(np.uint64(1), (idx % 64).astype(np.uint64))
+    context_bits = np.zeros((num_contexts, words), dtype=np.uint64)
+    for k in range(num_contexts):
+        context_bits[k] = (
+            np.bitwise_or.reduce(onehot[shapes.context_tag == k], axis=0)
+            if (shapes.context_tag == k).any()
+            else 0
+        )
 
-    node = np.zeros(num_states, dtype=np.int64)
-    state = np.arange(num_states, dtype=np.int64)
-    seq = np.zeros(num_states, dtype=np.int64)
-    cid = np.zeros(num_states, dtype=np.int64)
-    bits = np.zeros((num_states, words), dtype=np.uint64)
-    idx = np.arange(num_states)
-    bits[idx, idx // 64] = np.left_shift(np.uint64(1), (idx % 64).astype(np.uint64))
+    order = np.argsort(shapes.of_state, kind="stable")
+    starts0 = np.flatnonzero(np.concatenate([[True], np.diff(shapes.of_state[order]) != 0]))
+    state = shapes.of_state[order][starts0].astype(np.int64)
+    bits = _or_runs(onehot[order], starts0)
+    node = np.zeros(state.shape[0], dtype=np.int64)
+    seq = np.zeros(state.shape[0], dtype=np.int64)
+    cid = np.zeros(state.shape[0], dtype=np.int64)
     rec_node, rec_state, rec_seq, rec_bits = [], [], [], []
+    first_level = True
 
     while state.shape[0]:
         if deadline is not None and time.monotonic() > deadline:
-            raise BudgetExceededError("compile timed out while walking the vocabulary",
-                                      limit="timeout_s", value=0.0)
+            raise BudgetExceededError(
+                "compile timed out while walking the vocabulary", limit="timeout_s", value=0.0
+            )
         lo = trie.child_lo[node]
         counts = trie.child_hi[node] - lo
         total = int(counts.sum())
@@ -204,7 +248,15 @@ def walk_grammar_tokens(lexer: LexerAutomaton, trie: TokenTrie, next_contexts: l
         nq = trans[q, cls]
         lab = label[q]
         cut = (lab >= 0) & ~has_label[nq]
+        if first_level:
+            # A lexeme that ends exactly where the token starts: the token is then read
+            # from the next context's start, whose outcomes are recorded there already.
+            # The runtime composes those (GrammarIndex.kill_masks); walking them again from
+            # every labelled origin would repeat most of the vocabulary per terminal.
+            cut &= nq >= 0
+            first_level = False
         fork = np.where(cut & (nq >= 0), nq, -1)
+        seq_context = np.asarray(sequences.context, dtype=np.int64)
 
         # Parts (edge indices): stay in the lexeme, cut after an ignored terminal, cut after
         # a parsed one (once per context the parser may be in next).
@@ -213,35 +265,60 @@ def walk_grammar_tokens(lexer: LexerAutomaton, trie: TokenTrie, next_contexts: l
         part_state = [nq[stay]]
         part_seq = [seq[parent[stay]]]
         part_fork = [np.full(stay.shape[0], -1, dtype=np.int64)]
-        is_ign = np.flatnonzero(cut & ignored_arr[lab])
-        if is_ign.shape[0]:
-            part_edge.append(is_ign)
-            part_state.append(trans[restart_start[q[is_ign]], cls[is_ign]])
-            part_seq.append(seq[parent[is_ign]])
-            part_fork.append(fork[is_ign])
+        part_bits = [bits[parent[stay]]]
+        is_ign = cut & ignored_arr[lab]
+        known = np.flatnonzero(is_ign & (seq[parent] > 0))
+        if known.shape[0]:
+            ctx = seq_context[seq[parent[known]]]
+            part_edge.append(known)
+            part_state.append(trans[shapes.context_start[ctx], cls[known]])
+            part_seq.append(seq[parent[known]])
+            part_fork.append(fork[known])
+            part_bits.append(bits[parent[known]])
+        at_origin = np.flatnonzero(is_ign & (seq[parent] == 0))
+        for k in range(num_contexts) if at_origin.shape[0] else ():
+            split = bits[parent[at_origin]] & context_bits[k]
+            some = split.any(axis=1)
+            if not some.any():
+                continue
+            sel = at_origin[some]
+            part_edge.append(sel)
+            part_state.append(trans[shapes.context_start[k], cls[sel]])
+            part_seq.append(seq[parent[sel]])
+            part_fork.append(fork[sel])
+            part_bits.append(split[some])
         is_tok = np.flatnonzero(cut & ~ignored_arr[lab])
         if is_tok.shape[0]:
             for t in np.unique(lab[is_tok]).tolist():
                 sel = is_tok[lab[is_tok] == t]
                 for ctx in fan_ctx[t].tolist():
-                    fresh = trans[lexer.context_start[ctx], cls[sel]]
+                    fresh = trans[shapes.context_start[ctx], cls[sel]]
                     ok = fresh >= 0
                     if not ok.any():
                         continue
                     s_sel = sel[ok]
                     uniq, inv = np.unique(seq[parent[s_sel]], return_inverse=True)
-                    new = np.array([sequences.extend(int(s), t, ctx) for s in uniq.tolist()],
-                                   dtype=np.int64)
+                    new = np.array(
+                        [sequences.extend(int(s), t, ctx) for s in uniq.tolist()], dtype=np.int64
+                    )
                     part_edge.append(s_sel)
                     part_state.append(fresh[ok])
                     part_seq.append(new[inv.reshape(-1)])
                     part_fork.append(fork[s_sel])
+                    part_bits.append(bits[parent[s_sel]])
         e_edge = np.concatenate(part_edge)
         e_state = np.concatenate(part_state)
         e_seq = np.concatenate(part_seq)
         e_fork = np.concatenate(part_fork)
+        e_bits = np.concatenate(part_bits)
         keep = e_state >= 0
-        e_edge, e_state, e_seq, e_fork = e_edge[keep], e_state[keep], e_seq[keep], e_fork[keep]
+        e_edge, e_state, e_seq, e_fork, e_bits = (
+            e_edge[keep],
+            e_state[keep],
+            e_seq[keep],
+            e_fork[keep],
+            e_bits[keep],
+        )
         e_cid = cid[parent[e_edge]]
         # Constraints: step the open ones with this byte, add the fork's new one.
         busy = (e_cid != 0) | (e_fork >= 0)
@@ -251,7 +328,9 @@ def walk_grammar_tokens(lexer: LexerAutomaton, trie: TokenTrie, next_contexts: l
             uniq, inv = np.unique(key, axis=0, return_inverse=True)
             mapped = np.empty(uniq.shape[0], dtype=np.int64)
             for i, (c_id, c_cls, c_fork) in enumerate(uniq.tolist()):
-                stepped = step_constraints(lexer, constraints.sets[c_id], c_cls)
+                stepped = _step_constraints(
+                    shapes.transitions, shapes.label, constraints.sets[c_id], c_cls
+                )
                 if stepped is None:
                     mapped[i] = -1
                     continue
@@ -261,17 +340,22 @@ def walk_grammar_tokens(lexer: LexerAutomaton, trie: TokenTrie, next_contexts: l
             e_cid = e_cid.copy()
             e_cid[b_idx] = mapped[inv.reshape(-1)]
             alive = e_cid >= 0
-            e_edge, e_state, e_seq, e_cid = e_edge[alive], e_state[alive], e_seq[alive], e_cid[alive]
+            e_edge, e_state, e_seq, e_cid, e_bits = (
+                e_edge[alive],
+                e_state[alive],
+                e_seq[alive],
+                e_cid[alive],
+                e_bits[alive],
+            )
         if e_state.shape[0] == 0:
             break
-        # Merge equal (node, state, seq, constraints) entries; OR their origin bitsets.
+        # Merge equal (node, shape, seq, constraints) entries; OR their origin bitsets.
         cfg_key = np.stack([child[e_edge], e_seq, e_cid, e_state], axis=1)
-        order = np.lexsort(cfg_key.T[::-1])
+        order = _sort_rows(cfg_key)
         cfg_key = cfg_key[order]
-        e_edge = e_edge[order]
         differs = np.any(cfg_key[1:] != cfg_key[:-1], axis=1)
         starts = np.flatnonzero(np.concatenate([[True], differs]))
-        bits = _or_runs(bits[parent[e_edge]], starts)
+        bits = _or_runs(e_bits[order], starts)
         node, seq, cid, state = (cfg_key[starts, i] for i in range(4))
         at_token = is_token_node[node]
         if at_token.any():
@@ -282,12 +366,17 @@ def walk_grammar_tokens(lexer: LexerAutomaton, trie: TokenTrie, next_contexts: l
     if not rec_node:
         empty = np.zeros(0, dtype=np.int64)
         return WalkRecords(empty, empty, empty, np.zeros((0, words), dtype=np.uint64))
-    return WalkRecords(np.concatenate(rec_node), np.concatenate(rec_state),
-                       np.concatenate(rec_seq), np.concatenate(rec_bits))
+    return WalkRecords(
+        np.concatenate(rec_node),
+        np.concatenate(rec_state),
+        np.concatenate(rec_seq),
+        np.concatenate(rec_bits),
+    )
 
 
-def tokens_reaching_labels(lexer: LexerAutomaton, trie: TokenTrie, vocab_size: int,
-                           state: int) -> npt.NDArray[np.int32]:
+def tokens_reaching_labels(
+    lexer: LexerAutomaton, trie: TokenTrie, vocab_size: int, state: int
+) -> npt.NDArray[np.int32]:
     """int32[ceil(V/32)]: tokens whose bytes take `state` to a labelled state at some prefix.
 
     An open constraint forbids exactly these tokens. Cost: one trie walk from one state,
@@ -319,4 +408,5 @@ def tokens_reaching_labels(lexer: LexerAutomaton, trie: TokenTrie, vocab_size: i
     bits[0, trie.token_ids[hit[trie.token_node]]] = True
     from fsmcompile.index.bits import pack_bool_rows
 
-    return pack_bool_rows(bits)[0]
+    row: npt.NDArray[np.int32] = pack_bool_rows(bits)[0]
+    return row

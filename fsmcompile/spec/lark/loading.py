@@ -1,0 +1,249 @@
+"""Lark grammar text → `LarkGrammar`: lark analyses it, we copy out what the matcher needs.
+
+lark does the grammar work (imports, templates, priorities, LALR construction, conflict
+detection) so the matcher follows the very tables and lexer contexts `Lark.parse` uses.
+lark's own errors are translated into `GrammarError` with a line and column: lark gives
+them for syntax errors; for undefined or duplicate names and collisions we find the
+name in the grammar text.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from fsmcompile.errors import GrammarError, SpecError, UnsupportedFeatureError
+from fsmcompile.spec.lark.grammar import LarkGrammar, Terminal
+from fsmcompile.spec.lark.tables import extract_tables
+from fsmcompile.spec.lark.terminals import terminal_to_ir
+
+logger = logging.getLogger(__name__)
+
+_OPTIONS = ("start", "strict")
+_QUOTED_NAME = re.compile(r"'([^']+)'")
+_RULE_IN_COLLISION = re.compile(r"<([!?]?[\w]+) :")
+_LINE_COLUMN = re.compile(r",? at line (\d+),? column (\d+)")
+
+
+def _position(text: str, offset: int) -> tuple[int, int]:
+    """1-based line and column of a character offset."""
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+def locate_definition(text: str, name: str) -> tuple[int, int] | None:
+    """Where rule or terminal `name` is defined (`name:` or `name.2:` at a line start)."""
+    bare = name.lstrip("?!")
+    found = re.search(
+        rf"^[ \t]*[?!]?{re.escape(bare)}(?:\{{[^}}]*\}})?(?:\.-?\d+)?[ \t]*:", text, re.MULTILINE
+    )
+    return _position(text, found.start() + found.group(0).index(bare[0])) if found else None
+
+
+def locate_use(text: str, name: str) -> tuple[int, int] | None:
+    """Where `name` is first used as a whole word outside its own definition."""
+    for found in re.finditer(rf"(?<![\w.%]){re.escape(name)}(?!\w)", text):
+        line_start = text.rfind("\n", 0, found.start()) + 1
+        is_definition = (
+            text[line_start : found.start()].strip(" \t?!") == ""
+            and re.match(r"(?:\.-?\d+)?[ \t]*:", text[found.end() :]) is not None
+        )
+        if not is_definition:
+            return _position(text, found.start())
+    return None
+
+
+def _translate(exc: Exception, text: str) -> SpecError:
+    """A lark exception raised while building the grammar, as a `GrammarError`."""
+    import lark.exceptions as lark_errors
+
+    message = str(exc).strip()
+    if isinstance(exc, lark_errors.UnexpectedInput):
+        first = message.splitlines()[0] if message else "syntax error"
+        first = re.sub(r" at line \d+, column \d+\.?$", "", first)
+        return GrammarError(f"grammar syntax error: {first}", exc.line, exc.column)
+    where: tuple[int, int] | None = None
+    names = _QUOTED_NAME.findall(message)
+    if "used but not defined" in message and names:
+        where = locate_use(text, names[0])
+    elif "defined more than once" in message and names:
+        defs = list(re.finditer(rf"^[ \t]*[?!]?{re.escape(names[0])}\b", text, re.MULTILINE))
+        if len(defs) > 1:
+            where = _position(text, defs[1].start() + defs[1].group(0).index(names[0][0]))
+    elif "Reduce/Reduce collision" in message or "Shift/Reduce conflict" in message:
+        # lark lists the rules from a set (hash order): report the first one defined.
+        places = [
+            w
+            for r in _RULE_IN_COLLISION.findall(message)
+            if (w := locate_definition(text, r)) is not None
+        ]
+        where = min(places) if places else None
+        message = "LALR conflict: " + message
+    elif "Using an undefined rule" in message:
+        message = (
+            f"{message}: the grammar has no start rule of that name; define it or "
+            "pass options={'start': ...}"
+        )
+    elif (at := _LINE_COLUMN.search(message)) is not None:
+        where = int(at.group(1)), int(at.group(2))
+        message = message.splitlines()[0]
+        message = _LINE_COLUMN.sub("", message).rstrip(" ,.")
+    elif isinstance(exc, lark_errors.LexError):
+        term = re.search(r"(?:token|terminals\.) ?\(?([A-Z_][A-Z0-9_]*)", message)
+        if term:
+            where = locate_definition(text, term.group(1))
+    line, column = where if where is not None else (None, None)
+    return GrammarError(message, line, column)
+
+
+_LARK_LOCK = threading.Lock()
+
+
+def _build_lark(text: str, start: str, strict: bool) -> Any:
+    import lark
+    import lark.lexer
+    from lark.exceptions import LarkError
+
+    try:
+        with _LARK_LOCK:
+            # Outside strict mode lark only logs terminal collisions (through its own
+            # stderr handler), and its interegular check is half the load time of a
+            # keyword-heavy grammar; the lexer automaton reproduces lark's resolution
+            # of collisions anyway, so the check is switched off for the call.
+            saved = lark.lexer.has_interegular
+            lark.lexer.has_interegular = saved and strict
+            try:
+                return lark.Lark(
+                    text, parser="lalr", lexer="contextual", start=start, strict=strict
+                )
+            finally:
+                lark.lexer.has_interegular = saved
+    except LarkError as exc:
+        raise _translate(exc, text) from exc
+    except (re.error, AssertionError, KeyError, ValueError) as exc:
+        raise GrammarError(f"lark could not build the grammar: {exc}") from exc
+
+
+def _check_productive(rules: list[Any], start: str, text: str) -> None:
+    """Refuse rules that can never finish (lark builds them; no text ever parses through
+    them, and a mask would keep the model inside one forever)."""
+    productive: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for rule in rules:
+            name = rule.origin.name
+            if name not in productive and all(
+                sym.is_term or sym.name in productive for sym in rule.expansion
+            ):
+                productive.add(name)
+                changed = True
+    reachable = {start}
+    stack = [start]
+    by_origin: dict[str, list[Any]] = {}
+    for rule in rules:
+        by_origin.setdefault(rule.origin.name, []).append(rule)
+    while stack:
+        for rule in by_origin.get(stack.pop(), []):
+            for sym in rule.expansion:
+                if not sym.is_term and sym.name not in reachable:
+                    reachable.add(sym.name)
+                    stack.append(sym.name)
+    stuck = sorted(n for n in reachable - productive if n in by_origin)
+    if stuck:
+        public = [n for n in stuck if not n.startswith("__")] or stuck
+        where = locate_definition(text, public[0])
+        line, column = where if where is not None else (None, None)
+        raise GrammarError(
+            f"rule {public[0]!r} can never finish: every alternative needs {public[0]!r} "
+            f"or another unfinishable rule again ({', '.join(public)}); give it an "
+            "alternative that ends",
+            line,
+            column,
+        )
+
+
+def _terminal_error(exc: SpecError, terminal: Any, text: str) -> SpecError:
+    """Attach the terminal's position in the grammar to an error about its pattern."""
+    where = locate_definition(text, terminal.name)
+    if where is None and terminal.pattern.raw:
+        offset = text.find(terminal.pattern.raw)
+        where = _position(text, offset) if offset >= 0 else None
+    line, column = where if where is not None else (None, None)
+    if isinstance(exc, UnsupportedFeatureError):
+        suffix = f" (line {line}, column {column})" if line is not None else ""
+        out = UnsupportedFeatureError(
+            exc.reason + suffix,
+            pattern=exc.pattern,
+            pos=exc.pos,
+            keyword=exc.keyword,
+            features=exc.features,
+            line=line,
+            column=column,
+        )
+        return out
+    return GrammarError(str(exc), line, column)
+
+
+def load_lark_grammar(text: str, options: Mapping[str, Any] | None = None) -> LarkGrammar:
+    """Analyse a Lark grammar the way `Lark(text, parser="lalr")` does.
+
+    Args:
+        text: the grammar source.
+        options: `start` (the start rule, default "start") and `strict` (lark's strict
+            mode: shift/reduce conflicts and terminal collisions become errors).
+
+    Raises:
+        GrammarError: syntax errors, undefined or duplicate names, LALR conflicts, bad
+            terminal patterns; `line` and `column` say where when they can be found.
+        UnsupportedFeatureError: `%declare`d terminals (they need a custom lexer) and
+            terminal patterns whose lark match a byte automaton cannot reproduce.
+    """
+    opts = dict(options or {})
+    unknown = sorted(set(opts) - set(_OPTIONS))
+    if unknown:
+        raise SpecError(f"unknown lark options {unknown}; expected some of {list(_OPTIONS)}")
+    start = opts.get("start", "start")
+    if not isinstance(start, str):
+        raise SpecError(f"lark option start: expected a rule name, found {start!r}")
+    built = _build_lark(text, start, bool(opts.get("strict", False)))
+    _check_productive(list(built.rules), start, text)
+    parser = built.parser
+    defined = {t.name: t for t in parser.lexer_conf.terminals}
+    ignored = set(parser.lexer_conf.ignore)
+    table_symbols = {s for acts in parser.parser.parser.parse_table.states.values() for s in acts}
+    declared = sorted(s for s in table_symbols if s.isupper() and s not in defined and s != "$END")
+    if declared:
+        where = locate_use(text, declared[0])
+        raise UnsupportedFeatureError(
+            f"terminals {declared} have no pattern (%declare): they need a custom lexer or "
+            "postlexer, which a token mask cannot follow; define them as terminals",
+            line=where[0] if where else None,
+            column=where[1] if where else None,
+        )
+    # Terminals by name, parser states from the start state outwards: lark numbers its
+    # states in hash order, and equal grammars should give byte-equal artifacts.
+    names = {name: i for i, name in enumerate(sorted(defined))}
+    terminals = []
+    for definition in sorted(defined.values(), key=lambda d: d.name):
+        pattern = definition.pattern.to_regexp()
+        try:
+            node = terminal_to_ir(definition.name, pattern)
+        except SpecError as exc:
+            raise _terminal_error(exc, definition, text) from exc
+        terminals.append(
+            Terminal(
+                name=definition.name, pattern=pattern, node=node, ignored=definition.name in ignored
+            )
+        )
+    contexts, table = extract_tables(parser, names, start)
+    logger.debug(
+        "lark grammar: %d terminals, %d lexer contexts, %d parser states",
+        len(terminals),
+        len(contexts),
+        table.num_states,
+    )
+    return LarkGrammar(terminals=tuple(terminals), contexts=contexts, table=table, start=start)

@@ -1,0 +1,103 @@
+"""lark's LALR parse table and contextual lexers → canonical dense arrays.
+
+lark numbers its parser states in hash order, so two processes loading one grammar get
+different numbers. The table is renumbered here (states breadth-first from the start
+state, symbols and rules by name) so equal grammars give equal indexes and artifacts.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+import numpy as np
+
+from fsmcompile.spec.lark.grammar import LexerContext, ParseTable, reduce_action, shift_action
+
+
+def _rule_key(rule: Any) -> tuple[str, tuple[str, ...], int]:
+    return rule.origin.name, tuple(s.name for s in rule.expansion), rule.order
+
+
+def _state_order(
+    states: dict[int, dict[str, tuple[Any, Any]]], start: int, symbol_rank: dict[str, int]
+) -> list[int]:
+    """States breadth-first from `start`, following shifts and gotos in symbol order."""
+    order: list[int] = []
+    seen = {start}
+    queue = deque([start])
+    while queue:
+        state = queue.popleft()
+        order.append(state)
+        for symbol in sorted(states[state], key=symbol_rank.__getitem__):
+            kind, arg = states[state][symbol]
+            if kind.name == "Shift" and arg not in seen:
+                seen.add(arg)
+                queue.append(arg)
+    order.extend(sorted(set(states) - seen))  # unreachable from this start (other starts)
+    return order
+
+
+def _context(lexer: Any, names: dict[str, int]) -> LexerContext:
+    scanner = lexer.scanner  # builds lark's scanner and its UnlessCallbacks
+    unless = tuple(
+        (names[type_], tuple(names[t.name] for t in callback.scanner.terminals))
+        for type_, callback in sorted(lexer.callback.items())
+        if hasattr(callback, "scanner")
+    )
+    return LexerContext(terminals=tuple(names[t.name] for t in scanner.terminals), unless=unless)
+
+
+def extract_tables(
+    parser_frontend: Any, names: dict[str, int], start: str
+) -> tuple[tuple[LexerContext, ...], ParseTable]:
+    """The distinct lexer contexts and the parse table of a built `Lark(...).parser`.
+
+    Args:
+        parser_frontend: lark's ParsingFrontend (LALR, contextual lexer).
+        names: terminal name → terminal id; `$END` gets column len(names).
+        start: the start rule.
+    """
+    table = parser_frontend.parser.parser.parse_table
+    states: dict[int, dict[str, tuple[Any, Any]]] = table.states
+    symbols = {s for acts in states.values() for s in acts}
+    rules = sorted(
+        {arg for acts in states.values() for kind, arg in acts.values() if kind.name != "Shift"},
+        key=_rule_key,
+    )
+    nonterminal_names = sorted(
+        {s for s in symbols if s not in names and s != "$END"} | {r.origin.name for r in rules}
+    )
+    nonterminals = {name: i for i, name in enumerate(nonterminal_names)}
+    end = len(names)
+    symbol_rank = {**names, "$END": end, **{n: end + 1 + i for n, i in nonterminals.items()}}
+    order = _state_order(states, int(table.start_states[start]), symbol_rank)
+    new_id = {old: new for new, old in enumerate(order)}
+    rule_id = {rule: i for i, rule in enumerate(rules)}
+
+    action = np.zeros((len(order), end + 1), dtype=np.int32)
+    goto = np.full((len(order), max(len(nonterminals), 1)), -1, dtype=np.int32)
+    for old, acts in states.items():
+        state = new_id[old]
+        for symbol, (kind, arg) in acts.items():
+            if symbol in nonterminals:
+                goto[state, nonterminals[symbol]] = new_id[arg]
+            elif kind.name == "Shift":
+                action[state, symbol_rank[symbol]] = shift_action(new_id[arg])
+            else:
+                action[state, symbol_rank[symbol]] = reduce_action(rule_id[arg])
+    contexts: dict[LexerContext, int] = {}
+    context_of_state = np.zeros(len(order), dtype=np.int32)
+    lexers = parser_frontend.lexer.lexers
+    for state, old in enumerate(order):
+        ctx = _context(lexers[old], names)
+        context_of_state[state] = contexts.setdefault(ctx, len(contexts))
+    return tuple(contexts), ParseTable(
+        action=action,
+        goto=goto,
+        rule_lhs=np.array([nonterminals[r.origin.name] for r in rules], dtype=np.int32),
+        rule_len=np.array([len(r.expansion) for r in rules], dtype=np.int32),
+        start_state=new_id[int(table.start_states[start])],
+        end_state=new_id[int(table.end_states[start])],
+        context_of_state=context_of_state,
+    )

@@ -1,0 +1,536 @@
+"""Shared lookup tables of one compiled Lark grammar: the parser, its stacks, the mask rows.
+
+The LALR parser runs on interned stacks (a stack is a node id whose parent is the stack
+below), so every question the masks ask (can this terminal be shifted here, does this
+emitted sequence land in that lexer context, may the text end) is a dictionary lookup
+after its first answer, and every matcher of the index shares the answers.
+
+A mask row depends on the lexer state and on the top of the stack down to the deepest
+state the parser read while deciding it (the "floor"); rows are cached by that suffix, so
+inside a JSON string nested 9 levels deep only the top few levels decide which tokens may
+close it, and the row is reused at every depth.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from fsmcompile.index.bits import bitmask_words, set_bits
+from fsmcompile.index.grammar_walk import (
+    ConstraintTable,
+    SequenceTable,
+    tokens_reaching_labels,
+    walk_bytes,
+)
+
+if TYPE_CHECKING:
+    from fsmcompile.index.grammar_index import GrammarIndex
+
+Config = tuple[int, int, int]
+"""(stack id, lexer state, constraint set id): one reading of the text so far."""
+
+Plan = list[tuple[int, list[tuple[int, list[tuple[int, tuple[int, ...]]]]]]]
+"""Groups of one lexer state: [(first seq, [(seq, [(exit set, groups)])])]."""
+
+_TABLES_CACHE_SIZE = 16
+_MAX_ROW_ENTRIES = 500_000
+
+
+class GrammarTables:
+    """Parser, lexer and mask caches for one `GrammarIndex`, shared by all its matchers.
+
+    Not thread-safe, like the regex `IndexTables`: one engine thread drives the matchers.
+    Memory grows with the distinct stacks and (lexer state, stack) pairs actually seen.
+    """
+
+    def __init__(self, index: GrammarIndex) -> None:
+        table = index.table
+        vocab = index.vocabulary
+        self.index = index
+        self.vocab_size = int(vocab.size)
+        self.num_words = bitmask_words(self.vocab_size)
+        self.eos_token_ids = frozenset(int(t) for t in vocab.eos_token_ids)
+        self.eos_row = np.zeros(self.num_words, dtype=np.int32)
+        set_bits(
+            self.eos_row,
+            np.array(sorted(t for t in self.eos_token_ids if t < self.vocab_size), dtype=np.int64),
+        )
+        num_terminals = len(index.terminal_names)
+        self._end = num_terminals
+        self._num_symbols = num_terminals + 1
+        self._action: list[dict[int, int]] = [
+            {
+                int(t): int(a)
+                for t, a in zip(np.flatnonzero(row).tolist(), row[row != 0].tolist(), strict=True)
+            }
+            for row in table.action
+        ]
+        self._goto: list[list[int]] = table.goto.tolist()
+        self._rule_lhs: list[int] = table.rule_lhs.tolist()
+        self._rule_len: list[int] = table.rule_len.tolist()
+        self._end_state = int(table.end_state)
+        self._context_of_state: list[int] = table.context_of_state.tolist()
+        self._num_parser_states = table.num_states
+        # Interned stacks: node 0 is the start state alone.
+        self._stack_parent: list[int] = [-1]
+        self._stack_state: list[int] = [int(table.start_state)]
+        self._stack_depth: list[int] = [0]
+        self._stack_ids: dict[int, int] = {}
+        lexer = index.lexer
+        self.lexer = lexer
+        self._label: list[int] = lexer.label.tolist()
+        self._ignored: list[bool] = index.ignored.tolist()
+        self._next_contexts = index.next_contexts()
+        self.start_lexer_state = int(
+            lexer.context_start[self._context_of_state[int(table.start_state)]]
+        )
+        self._sequences = SequenceTable()
+        for s in range(1, index.seq_parent.shape[0]):
+            self._sequences.extend(
+                int(index.seq_parent[s]), int(index.seq_terminal[s]), int(index.seq_context[s])
+            )
+        self._constraints = ConstraintTable()
+        self._xsets = _exit_lists(index)
+        # Contexts where no lexeme can start: only EOS follows a cut there.
+        self._dead_contexts = frozenset(
+            np.flatnonzero(~(lexer.transitions[lexer.context_start] >= 0).any(axis=1)).tolist()
+        )
+        self._xset_free = [
+            any(ctxs is None and self._ignored[t] for t, ctxs in pairs) for pairs in self._xsets
+        ]
+        self._state_xset: list[int] = index.state_xset.tolist()
+        self._origin_entries: list[int] = index.origin_entry_start.tolist()
+        self._entry_group: list[int] = index.entry_group.tolist()
+        self._group_seq: list[int] = index.group_seq.tolist()
+        self._group_xset: list[int] = index.group_xset.tolist()
+        self._group_dense: list[int] = index.group_dense.tolist()
+        self._group_token_start: list[int] = index.group_token_start.tolist()
+        self._group_tokens = index.group_tokens.astype(np.int64)
+        self._masks = index.masks
+        self._state_kill: list[int] = index.state_kill.tolist()
+        self._kill_masks = index.kill_masks
+        self._context_start: list[int] = lexer.context_start.tolist()
+        self._restart: list[int] = lexer.restart_context.tolist()
+        self._token_bytes = vocab.token_bytes
+        self._text_token = np.zeros(self.vocab_size, dtype=np.bool_)
+        self._text_token[vocab.text_token_ids] = True
+        # Caches (values carry the shallowest stack depth the parser read, the "floor").
+        self._feed: dict[int, tuple[int, int]] = {}
+        self._apply: dict[tuple[int, int], tuple[int, int]] = {}
+        self._xset_ok: dict[tuple[int, int], tuple[bool, int]] = {}
+        self._end_ok: dict[int, tuple[bool, int]] = {}
+        self._row_exact: dict[tuple[int, int], tuple[npt.NDArray[np.int32], int]] = {}
+        self._row_suffix: dict[tuple[int, tuple[int, ...]], npt.NDArray[np.int32]] = {}
+        self._suffix_lengths: dict[tuple[int, int], list[int]] = {}
+        self._outcomes: dict[tuple[int, int, int], tuple[Config, ...]] = {}
+        self._hits: dict[int, npt.NDArray[np.int32]] = {}
+        self._set_rows: dict[tuple[Config, ...], npt.NDArray[np.int32]] = {}
+        self._plans: dict[int, Plan] = {}
+        self._unions: dict[tuple[int, ...], npt.NDArray[np.int32]] = {}
+        self._row_store: dict[int, list[npt.NDArray[np.int32]]] = {}
+
+    # -- parser ---------------------------------------------------------------------------
+
+    def _push(self, stack: int, state: int) -> int:
+        key = stack * self._num_parser_states + state
+        found = self._stack_ids.get(key)
+        if found is None:
+            found = len(self._stack_state)
+            self._stack_ids[key] = found
+            self._stack_parent.append(stack)
+            self._stack_state.append(state)
+            self._stack_depth.append(self._stack_depth[stack] + 1)
+        return found
+
+    def feed(self, stack: int, terminal: int) -> tuple[int, int]:
+        """The stack after lark's parser takes `terminal` (reductions, then the shift).
+
+        Returns:
+            (new stack id or -1 if rejected, shallowest depth of `stack` that was read).
+        """
+        key = stack * self._num_symbols + terminal
+        hit = self._feed.get(key)
+        if hit is not None:
+            return hit
+        parent, states, depth = self._stack_parent, self._stack_state, self._stack_depth
+        sid = stack
+        floor = depth[stack]
+        result = -1
+        while True:
+            act = self._action[states[sid]].get(terminal, 0)
+            if act == 0:
+                break
+            if act > 0:
+                result = self._push(sid, act - 1)
+                break
+            rule = -act - 1
+            for _ in range(self._rule_len[rule]):
+                sid = parent[sid]
+            if depth[sid] < floor:
+                floor = depth[sid]
+            target = self._goto[states[sid]][self._rule_lhs[rule]]
+            if target < 0:
+                break
+            sid = self._push(sid, target)
+        self._feed[key] = (result, floor)
+        return result, floor
+
+    def accepts_end(self, stack: int) -> tuple[bool, int]:
+        """Whether `$END` completes the parse on `stack`, and the floor read."""
+        hit = self._end_ok.get(stack)
+        if hit is not None:
+            return hit
+        parent, states, depth = self._stack_parent, self._stack_state, self._stack_depth
+        sid = stack
+        floor = depth[stack]
+        ok = False
+        while True:
+            act = self._action[states[sid]].get(self._end, 0)
+            if act >= 0:  # error, or a shift of $END (lark never builds one)
+                break
+            rule = -act - 1
+            for _ in range(self._rule_len[rule]):
+                sid = parent[sid]
+            if depth[sid] < floor:
+                floor = depth[sid]
+            target = self._goto[states[sid]][self._rule_lhs[rule]]
+            if target < 0:
+                break
+            sid = self._push(sid, target)
+            if target == self._end_state:
+                ok = True
+                break
+        self._end_ok[stack] = (ok, floor)
+        return ok, floor
+
+    def apply(self, stack: int, seq: int) -> tuple[int, int]:
+        """The stack after an emitted sequence, checking the lexer context assumed after each
+        terminal; -1 if the parser rejects a terminal or lands in another context."""
+        if seq == 0:
+            return stack, self._stack_depth[stack]
+        key = (stack, seq)
+        hit = self._apply.get(key)
+        if hit is not None:
+            return hit
+        seqs = self._sequences
+        before, floor = self.apply(stack, seqs.parent[seq])
+        result = -1
+        if before >= 0:
+            after, f = self.feed(before, seqs.terminal[seq])
+            floor = min(floor, f)
+            if after >= 0 and self._context_of_state[self._stack_state[after]] == seqs.context[seq]:
+                result = after
+        self._apply[key] = (result, floor)
+        return result, floor
+
+    def xset_ok(self, stack: int, xset: int) -> tuple[bool, int]:
+        """Whether the pending lexeme can still be cut as a terminal the parser takes, with
+        something able to follow the cut (a token of the next context, or EOS)."""
+        if self._xset_free[xset]:
+            return True, self._stack_depth[stack]
+        key = (stack, xset)
+        hit = self._xset_ok.get(key)
+        if hit is not None:
+            return hit
+        floor = self._stack_depth[stack]
+        ok = False
+        for terminal, contexts in self._xsets[xset]:
+            if self._ignored[terminal]:
+                after = stack
+            else:
+                after, f = self.feed(stack, terminal)
+                floor = min(floor, f)
+                if after < 0:
+                    continue
+            landing = self._context_of_state[self._stack_state[after]]
+            if (contexts is None and landing not in self._dead_contexts) or (
+                contexts is not None and landing in contexts
+            ):
+                ok = True
+                break
+            ended, f = self.accepts_end(after)
+            floor = min(floor, f)
+            if ended:
+                ok = True
+                break
+        self._xset_ok[key] = (ok, floor)
+        return ok, floor
+
+    def config_accepts_end(self, stack: int, state: int) -> tuple[bool, int]:
+        """Whether EOS is allowed: the pending lexeme is complete and `$END` parses."""
+        label = self._label[state]
+        if label < 0:
+            return False, self._stack_depth[stack]
+        if self._ignored[label]:
+            return self.accepts_end(stack)
+        after, floor = self.feed(stack, label)
+        if after < 0:
+            return False, floor
+        ok, f = self.accepts_end(after)
+        return ok, min(floor, f)
+
+    # -- masks ----------------------------------------------------------------------------
+
+    def _suffix(self, stack: int, length: int) -> tuple[int, ...]:
+        out = []
+        parent, states = self._stack_parent, self._stack_state
+        for _ in range(length):
+            out.append(states[stack])
+            stack = parent[stack]
+        return tuple(out)
+
+    def config_row(self, stack: int, state: int) -> tuple[npt.NDArray[np.int32], int]:
+        """int32[W]: tokens (and EOS) allowed for one unconstrained configuration, and the
+        shallowest stack depth that decided it."""
+        key = (stack, state)
+        hit = self._row_exact.get(key)
+        if hit is not None:
+            return hit
+        top = (state, self._stack_state[stack])
+        for length in self._suffix_lengths.get(top, ()):
+            shared = self._row_suffix.get((state, self._suffix(stack, length)))
+            if shared is not None:
+                hit = (shared, self._stack_depth[stack] - length + 1)
+                self._row_exact[key] = hit
+                return hit
+        row, floor = self._compute_row(stack, state)
+        length = self._stack_depth[stack] - floor + 1
+        lengths = self._suffix_lengths.setdefault(top, [])
+        if length not in lengths:
+            lengths.append(length)
+        self._row_suffix[(state, self._suffix(stack, length))] = row
+        self._row_exact[key] = (row, floor)
+        return row, floor
+
+    def _intern_row(self, row: npt.NDArray[np.int32]) -> npt.NDArray[np.int32]:
+        """The one stored copy of a row with these bits (read-only).
+
+        Thousands of (stack, lexer state) pairs share a few hundred distinct rows; keeping
+        one copy each bounds memory by the distinct masks (16 KB each at 128k tokens), not
+        by the stacks seen. Past `_MAX_ROW_ENTRIES` cached pairs the pair caches start over
+        (the interned rows stay), so a long-running server does not grow without bound.
+        """
+        digest = hash(row.tobytes())
+        bucket = self._row_store.setdefault(digest, [])
+        for stored in bucket:
+            if np.array_equal(stored, row):
+                return stored
+        row.setflags(write=False)
+        bucket.append(row)
+        if len(self._row_exact) + len(self._row_suffix) > _MAX_ROW_ENTRIES:
+            self._row_exact.clear()
+            self._row_suffix.clear()
+            self._suffix_lengths.clear()
+            self._set_rows.clear()
+        return row
+
+    def _union(self, groups: tuple[int, ...]) -> npt.NDArray[np.int32]:
+        """int32[W]: the OR of some groups' masks, cached (many stacks validate the same set)."""
+        row = self._unions.get(groups)
+        if row is None:
+            dense = [d for g in groups if (d := self._group_dense[g]) >= 0]
+            if dense:
+                row = np.bitwise_or.reduce(self._masks[dense], axis=0).astype(np.int32)
+            else:
+                row = np.zeros(self.num_words, dtype=np.int32)
+            starts = self._group_token_start
+            listed = [
+                self._group_tokens[starts[g] : starts[g + 1]]
+                for g in groups
+                if self._group_dense[g] < 0
+            ]
+            if listed:
+                set_bits(row, np.concatenate(listed))
+            row.setflags(write=False)
+            self._unions[groups] = row
+        return row
+
+    def _plan(self, state: int) -> Plan:
+        """The groups of `state` nested by first emitted terminal, sequence and exit set.
+
+        Every group under a first terminal the parser rejects is skipped with one lookup:
+        after a name in SQL, hundreds of groups start with a keyword the stack cannot take.
+        """
+        plan = self._plans.get(state)
+        if plan is None:
+            seqs = self._sequences
+            nested: dict[int, dict[int, dict[int, list[int]]]] = {}
+            entry_group = self._entry_group
+            for e in range(self._origin_entries[state], self._origin_entries[state + 1]):
+                g = entry_group[e]
+                seq = first = self._group_seq[g]
+                while first and seqs.parent[first]:
+                    first = seqs.parent[first]
+                by_seq = nested.setdefault(first, {}).setdefault(seq, {})
+                by_seq.setdefault(self._group_xset[g], []).append(g)
+            plan = [
+                (first, [(seq, [(x, tuple(gs)) for x, gs in xs.items()]) for seq, xs in by.items()])
+                for first, by in nested.items()
+            ]
+            self._plans[state] = plan
+        return plan
+
+    def _compute_row(self, stack: int, state: int) -> tuple[npt.NDArray[np.int32], int]:
+        # Cost: one memoized parser check per distinct (first terminal, sequence, exit set)
+        # of `state`, then one OR over the valid groups' rows and token lists. Runs once per
+        # cache miss.
+        floor = self._stack_depth[stack]
+        valid: list[int] = []
+        for first, seqs in self._plan(state):
+            if first:
+                after, f = self.apply(stack, first)
+                floor = min(floor, f)
+                if after < 0:
+                    continue
+            for seq, xsets in seqs:
+                after, f = self.apply(stack, seq)
+                floor = min(floor, f)
+                if after < 0:
+                    continue
+                for xset, groups in xsets:
+                    ok, f = self.xset_ok(after, xset)
+                    floor = min(floor, f)
+                    if ok:
+                        valid.extend(groups)
+        row = self._union(tuple(valid)).copy()
+        kill = self._state_kill[state]
+        if kill >= 0:
+            # Tokens whose first byte ends this lexeme: the next lexeme's start-state row,
+            # on the stack after the terminal (the same stack for an ignored one).
+            label = self._label[state]
+            kill_row = self._kill_masks[kill]
+            if self._ignored[label]:
+                sub, f = self.config_row(stack, self._context_start[self._restart[state]])
+                floor = min(floor, f)
+                row |= sub & kill_row
+            else:
+                for ctx in self._next_contexts[label]:
+                    after, f = self.apply(stack, self._sequences.extend(0, label, ctx))
+                    floor = min(floor, f)
+                    if after < 0:
+                        continue
+                    sub, f = self.config_row(after, self._context_start[ctx])
+                    floor = min(floor, f)
+                    row |= sub & kill_row
+        eos, f = self.config_accepts_end(stack, state)
+        if eos:
+            row |= self.eos_row
+        return self._intern_row(row), min(floor, f)
+
+    def constraint_row(self, cid: int) -> npt.NDArray[np.int32]:
+        """int32[W]: tokens that would take an open constraint to a label (forbidden)."""
+        row = self._hits.get(cid)
+        if row is None:
+            row = np.zeros(self.num_words, dtype=np.int32)
+            for c in self._constraints.sets[cid]:
+                row |= tokens_reaching_labels(
+                    self.lexer, self.index.vocabulary.trie, self.vocab_size, c
+                )
+            self._hits[cid] = row
+        return row
+
+    def set_row(self, configs: tuple[Config, ...], fresh: bool) -> npt.NDArray[np.int32]:
+        """int32[W]: the allowed tokens of a configuration set (OR of its readings)."""
+        if len(configs) == 1 and configs[0][2] == 0 and not fresh:
+            return self.config_row(configs[0][0], configs[0][1])[0]
+        key = configs if not fresh else (*configs, (-1, -1, -1))
+        row = self._set_rows.get(key)
+        if row is None:
+            row = np.zeros(self.num_words, dtype=np.int32)
+            for stack, state, cid in configs:
+                part = self.config_row(stack, state)[0]
+                if cid:
+                    eos = part & self.eos_row
+                    part = (part & ~self.constraint_row(cid)) | eos
+                row |= part
+            if fresh and self.accepts_end(configs[0][0])[0]:
+                row |= self.eos_row
+            row = self._intern_row(row)
+            self._set_rows[key] = row
+        return row
+
+    # -- advancing ------------------------------------------------------------------------
+
+    def outcomes(self, state: int, cid: int, token: int) -> tuple[tuple[int, int, int], ...]:
+        """(seq id, end lexer state, constraint id) for each reading of a token's bytes."""
+        key = (state, cid, token)
+        hit = self._outcomes.get(key)
+        if hit is not None:
+            return hit
+        result: tuple[tuple[int, int, int], ...] = ()
+        if 0 <= token < self.vocab_size and self._text_token[token]:
+            found = walk_bytes(
+                self.lexer,
+                self._next_contexts,
+                self._ignored,
+                state,
+                self._constraints.sets[cid],
+                self._token_bytes[token],
+            )
+            out = []
+            for emitted, end, cons in found:
+                seq = 0
+                for terminal, ctx in emitted:
+                    seq = self._sequences.extend(seq, terminal, ctx)
+                out.append((seq, end, self._constraints.intern(cons)))
+            result = tuple(out)
+        self._outcomes[key] = result
+        return result
+
+    def advance(self, configs: tuple[Config, ...], token: int) -> tuple[Config, ...]:
+        """The configurations after a text token; empty if no reading survives."""
+        out: set[Config] = set()
+        state_xset = self._state_xset
+        for stack, state, cid in configs:
+            for seq, end, end_cid in self.outcomes(state, cid, token):
+                after, _ = self.apply(stack, seq)
+                if after >= 0 and self.xset_ok(after, state_xset[end])[0]:
+                    out.add((after, end, end_cid))
+        return tuple(sorted(out)) if len(out) > 1 else tuple(out)
+
+    def configs_accept_end(self, configs: tuple[Config, ...], fresh: bool) -> bool:
+        if fresh:
+            return self.accepts_end(configs[0][0])[0]
+        return any(self.config_accepts_end(stack, state)[0] for stack, state, _ in configs)
+
+
+def _exit_lists(index: GrammarIndex) -> list[list[tuple[int, frozenset[int] | None]]]:
+    """Per exit set, (terminal, contexts that may follow or None for any) pairs."""
+    from fsmcompile.index.grammar_exits import ANY_CONTEXT
+
+    starts = index.xset_start.tolist()
+    terminals = index.xset_terminal.tolist()
+    contexts = index.xset_context.tolist()
+    out: list[list[tuple[int, frozenset[int] | None]]] = []
+    for lo, hi in zip(starts[:-1], starts[1:], strict=True):
+        by_terminal: dict[int, set[int] | None] = {}
+        for t, k in zip(terminals[lo:hi], contexts[lo:hi], strict=True):
+            if k == ANY_CONTEXT:
+                by_terminal[t] = None
+            elif by_terminal.setdefault(t, set()) is not None and k >= 0:
+                by_terminal[t].add(k)  # type: ignore[union-attr]
+        # Terminals any context may follow first: the common case decides fastest.
+        pairs = [(t, None if ks is None else frozenset(ks)) for t, ks in by_terminal.items()]
+        out.append(sorted(pairs, key=lambda p: p[1] is not None))
+    return out
+
+
+_tables_cache: OrderedDict[int, GrammarTables] = OrderedDict()
+
+
+def grammar_tables_for(index: GrammarIndex) -> GrammarTables:
+    """The shared `GrammarTables` of `index` (LRU of 16, keyed by identity)."""
+    key = id(index)
+    tables = _tables_cache.get(key)
+    if tables is not None and tables.index is index:
+        _tables_cache.move_to_end(key)
+        return tables
+    tables = GrammarTables(index)
+    _tables_cache[key] = tables
+    if len(_tables_cache) > _TABLES_CACHE_SIZE:
+        _tables_cache.popitem(last=False)
+    return tables

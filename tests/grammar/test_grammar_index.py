@@ -1,0 +1,181 @@
+"""Grammar index pinpoint tests on hand-built vocabularies, and its artifact round trip."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from exactness import tiny_vocabulary
+from grammar_checks import bundled_text, compiled, lark_parses
+
+from fsmcompile.artifact import grammar as grammar_artifact
+from fsmcompile.errors import ArtifactCorruptError, VocabularyMismatchError
+from fsmcompile.runtime.grammar_matcher import GrammarMatcher
+from fsmcompile.spec.lark import compile_lark_index
+
+NUMBERS = r"""
+start: NUMBER ("," NUMBER)*
+%import common.NUMBER
+%ignore " "
+"""
+NUMBERS_TOKENS = [
+    b"1",
+    b"2",
+    b"12",
+    b",",
+    b", ",
+    b" ",
+    b"1,",
+    b",1",
+    b".",
+    b"1.",
+    b"e",
+    b"1e",
+    b"+",
+]
+
+BACKTRACK = r"""
+start: (NUMBER | NAME | "." | "+")+
+NAME: /[a-z]+/
+%import common.NUMBER
+"""
+BACKTRACK_TOKENS = [b"1", b"e", b"1e", b"x", b"ex", b".", b"5", b"e5", b"+", b"1.", b"e+"]
+
+
+def _brute_force(
+    grammar: str, tokens: list[bytes], prefix: tuple[int, ...], eos: int, depth: int
+) -> set[int]:
+    """Tokens after `prefix` from which some continuation of <= depth tokens parses."""
+    text = b"".join(tokens[t] for t in prefix)
+    allowed = {eos} if lark_parses(grammar, text.decode()) else set()
+    for t in range(len(tokens)):
+        for n in range(depth + 1):
+            if any(
+                lark_parses(
+                    grammar, (text + tokens[t] + b"".join(tokens[c] for c in cont)).decode()
+                )
+                for cont in itertools.product(range(len(tokens)), repeat=n)
+            ):
+                allowed.add(t)
+                break
+    return allowed
+
+
+@pytest.mark.parametrize(
+    ("grammar", "tokens"),
+    [(NUMBERS, NUMBERS_TOKENS), (BACKTRACK, BACKTRACK_TOKENS)],
+    ids=["numbers", "backtracking"],
+)
+def test_grammar_index_tiny_vocabulary_masks_match_brute_force(grammar, tokens):
+    vocab = tiny_vocabulary(tokens)
+    eos = vocab.eos_token_ids[0]
+    index = compile_lark_index(grammar, vocab)
+    matcher = GrammarMatcher(index)
+    frontier: list[tuple[int, ...]] = [()]
+    checked = 0
+    for _ in range(3):
+        nxt = []
+        for prefix in frontier:
+            matcher.reset()
+            assert matcher.advance_many(prefix) == len(prefix)
+            got = set(matcher.allowed_token_ids().tolist())
+            expected = _brute_force(grammar, tokens, prefix, eos, depth=2)
+            assert got == expected, (
+                b"".join(tokens[t] for t in prefix),
+                sorted(tokens[t] if t < len(tokens) else "EOS" for t in got ^ expected),
+            )
+            checked += 1
+            nxt.extend(prefix + (t,) for t in sorted(got - {eos}))
+        frontier = nxt[:40]
+    assert checked > 20
+
+
+def test_grammar_index_backtracking_keeps_both_readings():
+    # "1e" is an unfinished number (1e5) or the number 1 then the name e: both stay open.
+    vocab = tiny_vocabulary(BACKTRACK_TOKENS)
+    matcher = GrammarMatcher(compile_lark_index(BACKTRACK, vocab))
+    assert matcher.advance(BACKTRACK_TOKENS.index(b"1e"))
+    assert len(matcher.configurations) == 2
+    assert matcher.is_accepting()  # as NUMBER "1", NAME "e"
+    assert matcher.advance(BACKTRACK_TOKENS.index(b"5"))  # now the number 1e5
+    assert len(matcher.configurations) == 1
+
+
+def test_grammar_index_artifact_round_trip_is_identical():
+    index = compiled(bundled_text("json"), "gpt2")
+    data = grammar_artifact.to_bytes(index)
+    loaded = grammar_artifact.from_bytes(data, index.vocabulary)
+    assert grammar_artifact.to_bytes(loaded) == data
+    text = b'{"a": [1, 2.5, "x"]}'
+    ids = index.vocabulary.encode(text.decode())
+    assert GrammarMatcher(loaded).advance_many(ids) == len(ids)
+    assert np.array_equal(loaded.masks, index.masks)
+
+
+def test_grammar_index_artifact_damage_and_foreign_vocabulary_raise(phi3):
+    index = compiled(bundled_text("arithmetic"), "gpt2")
+    data = bytearray(grammar_artifact.to_bytes(index))
+    data[len(data) // 2] ^= 0xFF
+    with pytest.raises(ArtifactCorruptError, match="checksum"):
+        grammar_artifact.from_bytes(bytes(data), index.vocabulary)
+    with pytest.raises(VocabularyMismatchError):
+        grammar_artifact.from_bytes(grammar_artifact.to_bytes(index), phi3)
+
+
+def test_grammar_index_regex_artifact_is_refused(gpt2):
+    from fsmcompile import artifact, compile_regex
+
+    data = artifact.to_bytes(compile_regex("[ab]+", gpt2, cache=False))
+    with pytest.raises(ArtifactCorruptError, match="not a lark grammar artifact"):
+        grammar_artifact.from_bytes(data, gpt2)
+
+
+@pytest.mark.parametrize(
+    ("grammar_name", "prefixes"),
+    [
+        ("json", ["", '{"a', '{"a": 1', '{"a": 1.', "[1e", '{"x": [true, "y"', '"\\u00']),
+        ("sql_select", ["SELECT a", "SELECT a FROM t WHERE x <", "SELECT 1.", "select a -"]),
+        ("tool_call", ["f(", 'f(x="a"', "f(x=1)\n", "f(x=tr"]),
+    ],
+)
+def test_grammar_index_mask_equals_advance_on_whole_vocabulary(grammar_name, prefixes, gpt2):
+    # The mask comes from the vectorized walk, the kill composition and the group table;
+    # advance walks the token's bytes one by one. They must agree on every token.
+    matcher = GrammarMatcher(compiled(bundled_text(grammar_name), "gpt2"))
+    for prefix in prefixes:
+        matcher.reset()
+        ids = gpt2.encode(prefix)
+        assert matcher.advance_many(ids) == len(ids)
+        allowed = set(matcher.allowed_token_ids().tolist())
+        for token in range(gpt2.size):
+            accepted = matcher.advance(token)
+            if accepted:
+                matcher.rollback(1)
+            assert accepted == (token in allowed), (prefix, gpt2.token_bytes[token])
+
+
+def test_grammar_exit_sets_mark_terminals_nothing_can_follow():
+    from fsmcompile.index.grammar_exits import ANY_CONTEXT, END_ONLY, exit_sets
+    from fsmcompile.index.grammar_lexer import build_lexer_automaton
+    from fsmcompile.spec.lark import load_lark_grammar
+
+    # After an A, lark's lexer would extend it with any "a": only EOS can follow.
+    grammar = load_lark_grammar("start: A | A A\nA: /a+/\n")
+    lexer = build_lexer_automaton(grammar, max_states=1000)
+    exits = exit_sets(lexer, len(grammar.terminals))
+    labelled = int(np.flatnonzero(lexer.label >= 0)[0])
+    x = exits.state_xset[labelled]
+    pairs = set(
+        zip(
+            exits.pair_terminal[exits.pair_start[x] : exits.pair_start[x + 1]].tolist(),
+            exits.pair_context[exits.pair_start[x] : exits.pair_start[x + 1]].tolist(),
+            strict=True,
+        )
+    )
+    assert pairs == {(0, END_ONLY)}
+    # JSON: every terminal can be followed by whatever its next context starts with, except
+    # whitespace after the complete document, where only EOS may come.
+    json_index = compiled(bundled_text("json"), "gpt2")
+    limited = json_index.xset_terminal[json_index.xset_context != ANY_CONTEXT]
+    assert {json_index.terminal_names[t] for t in limited.tolist()} == {"WS"}

@@ -1,0 +1,134 @@
+"""The lexer automaton cuts the first lexeme exactly where lark's own scanner does.
+
+The reference is lark itself: for every lexer context, `BasicLexer.match` (Python `re`
+over the alternation of the context's terminals, in lark's order) plus lark's
+UnlessCallback renaming. Random strings are built from pieces of the grammar's terminals
+so that prefixes, keywords and near-keywords come up often.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+from grammar_checks import bundled_text
+from grammar_corpus import TRICKY
+from lark import Lark
+from lark.lexer import TextSlice, Token
+
+from fsmcompile.index.grammar_lexer import build_lexer_automaton, lexer_shapes
+from fsmcompile.spec.lark import load_lark_grammar
+from fsmcompile.spec.lark.terminals import equivalent_pattern
+
+
+def lark_first_lexeme(basic_lexer, text: str) -> tuple[int, str] | None:
+    """(length, terminal) of the lexeme lark's scanner cuts at the start of `text`."""
+    found = basic_lexer.match(TextSlice(text, 0, len(text)), 0)
+    if not found:
+        return None
+    value, type_ = found
+    callback = basic_lexer.callback.get(type_)
+    if callback is not None:
+        type_ = callback(Token(type_, value)).type
+    return len(value), type_
+
+
+def automaton_first_lexeme(lexer, names, context: int, text: str) -> tuple[int, str] | None:
+    """The last labelled position before the automaton dies, and its label."""
+    data = text.encode("utf-8")
+    state = int(lexer.context_start[context])
+    best = None
+    for i, byte in enumerate(data):
+        state = int(lexer.transitions[state, lexer.class_of_byte[byte]])
+        if state < 0:
+            break
+        if lexer.label[state] >= 0:
+            best = (len(data[: i + 1].decode("utf-8")), names[lexer.label[state]])
+    return best
+
+
+def _pieces(grammar: str) -> list[str]:
+    """Literal fragments of the grammar's terminals and a few characters around them."""
+    parser = Lark(grammar, parser="lalr")
+    pieces = {" ", "\n", "x", "1", ".", "e", "-", '"', "\\", "'", "*", "/"}
+    for terminal in parser.terminals:
+        if terminal.pattern.type == "str":
+            value = terminal.pattern.value
+            pieces.update({value, value.upper(), value[:-1] or value, value + "x"})
+    return sorted(pieces)
+
+
+CASES = {
+    **{f"tricky_{k}": v for k, v in TRICKY.items()},
+    **{name: bundled_text(name) for name in ("json", "sql_select", "tool_call")},
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_grammar_lexer_first_lexeme_matches_lark_scanner(name):
+    grammar = CASES[name]
+    reference = Lark(grammar, parser="lalr").parser
+    loaded = load_lark_grammar(grammar)
+    lexer = build_lexer_automaton(loaded, max_states=100_000)
+    names = [t.name for t in loaded.terminals]
+    # Another Lark instance numbers its states differently: match contexts by terminals.
+    context_of_names = {
+        (
+            tuple(names[t] for t in ctx.terminals),
+            tuple((names[r], tuple(names[k] for k in ks)) for r, ks in ctx.unless),
+        ): k
+        for k, ctx in enumerate(loaded.contexts)
+    }
+    context_of_lexer = {}
+    for basic in reference.lexer.lexers.values():
+        scanner = tuple(t.name for t in basic.scanner.terminals)
+        unless = tuple(
+            (r, tuple(t.name for t in cb.scanner.terminals))
+            for r, cb in sorted(basic.callback.items())
+            if hasattr(cb, "scanner")
+        )
+        context_of_lexer.setdefault(id(basic), (basic, context_of_names[scanner, unless]))
+    pieces = _pieces(grammar)
+    rng = random.Random(1)
+    for basic, context in context_of_lexer.values():
+        for _ in range(150):
+            text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 5)))
+            expected = lark_first_lexeme(basic, text)
+            got = automaton_first_lexeme(lexer, names, context, text)
+            assert got == expected, f"context {context}, {text!r}: lark {expected}, got {got}"
+
+
+@pytest.mark.parametrize("alphabet", ['"\\a\n', '"\\"\\\\a'])
+def test_grammar_escaped_string_rewrite_matches_lark_pattern(alphabet):
+    lark_pattern = r'".*?(?<!\\)(\\\\)*?"'
+    ours = re.compile(equivalent_pattern(lark_pattern))
+    theirs = re.compile(lark_pattern)
+    rng = random.Random(2)
+    for _ in range(3000):
+        text = '"' + "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 8)))
+        a, b = theirs.match(text), ours.match(text)
+        assert (a and a.group()) == (b and b.group()), repr(text)
+
+
+def test_grammar_c_comment_rewrite_matches_lark_pattern():
+    lark_pattern = "/\\*(.|\n)*?\\*/"
+    ours = re.compile(equivalent_pattern(lark_pattern))
+    theirs = re.compile(lark_pattern)
+    rng = random.Random(3)
+    for _ in range(3000):
+        text = "/*" + "".join(rng.choice("*/a\n") for _ in range(rng.randint(0, 8)))
+        a, b = theirs.match(text), ours.match(text)
+        assert (a and a.group()) == (b and b.group()), repr(text)
+
+
+def test_grammar_lexer_shapes_merge_ignored_states_across_contexts():
+    grammar = load_lark_grammar(bundled_text("sql_select"))
+    lexer = build_lexer_automaton(grammar, max_states=100_000)
+    shapes = lexer_shapes(lexer)
+    # Each context has its own copy of the comment and whitespace states (lark restarts
+    # in that context after them); the walk sees one.
+    assert shapes.num_shapes < lexer.num_states
+    comment = [t.name for t in grammar.terminals].index("COMMENT")
+    tagged = lexer.label == comment
+    assert len(set(shapes.of_state[tagged].tolist())) == 1 < int(tagged.sum())
