@@ -11,9 +11,10 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from fsmcompile.version import __version__
+
 from .commands import check, compile, inspect
 from .output import EXIT_USAGE, Console
-from fsmcompile.version import __version__
 
 _COMMANDS = {"compile": compile, "inspect": inspect, "check": check}
 _EPILOG = """\

@@ -10,10 +10,11 @@ import argparse
 from typing import Any
 
 from fsmcompile import artifact
-from ..output import EXIT_FAILED, EXIT_OK, Console
 from fsmcompile.index.token_index import TokenIndex
 from fsmcompile.types import DEAD
 from fsmcompile.vocabulary import Vocabulary
+
+from ..output import EXIT_FAILED, EXIT_OK, Console
 
 _SAMPLE = 8
 

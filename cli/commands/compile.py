@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from fsmcompile import artifact
-from ..output import EXIT_OK, EXIT_USAGE, Console, human_bytes
 from fsmcompile.compiler import DEFAULT_MAX_STATES, DEFAULT_TIMEOUT_S, Kind, compile_spec
 from fsmcompile.vocabulary import Vocabulary
+
+from ..output import EXIT_OK, EXIT_USAGE, Console, human_bytes
 
 _KIND_BY_SUFFIX: dict[str, Kind] = {
     ".json": "json",

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from fsmcompile import artifact
+
 from ..output import EXIT_OK, Console, human_bytes
 
 
