@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
 from fsmcompile.version import __version__
 
 from .commands import check, compile, inspect
-from .output import EXIT_USAGE, Console
+from .output import EXIT_OK, EXIT_USAGE, Console
 
 _COMMANDS = {"compile": compile, "inspect": inspect, "check": check}
 _EPILOG = """\
@@ -95,7 +96,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr
     )
     console = Console(as_json=args.json, quiet=args.quiet, verbosity=args.verbose)
-    return _COMMANDS[args.command].run(args, console)
+    try:
+        return _COMMANDS[args.command].run(args, console)
+    except BrokenPipeError:  # `fsmcompile inspect x | head`: the reader left, not an error
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -10,8 +10,8 @@ import argparse
 from typing import Any
 
 from fsmcompile import artifact
-from fsmcompile.index.token_index import TokenIndex
-from fsmcompile.types import DEAD
+from fsmcompile.artifact import AnyIndex
+from fsmcompile.runtime.matcher import matcher_for
 from fsmcompile.vocabulary import Vocabulary
 
 from ..output import EXIT_FAILED, EXIT_OK, Console
@@ -29,10 +29,9 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("--vocab-size", type=int, default=None)
 
 
-def _sample(index: TokenIndex, state: int) -> list[str]:
-    vocab = index.vocabulary
+def _sample(vocab: Vocabulary, allowed: list[int]) -> list[str]:
     shown = []
-    for token in index.allowed_token_ids(state)[:_SAMPLE]:
+    for token in allowed[:_SAMPLE]:
         if token in vocab.eos_token_ids:
             shown.append("<EOS>")
         else:
@@ -40,40 +39,31 @@ def _sample(index: TokenIndex, state: int) -> list[str]:
     return shown
 
 
-def check_text(index: TokenIndex, text: str) -> dict[str, Any]:
-    """Feed `text`'s real tokenization token by token, then EOS."""
+def check_text(index: AnyIndex, text: str) -> dict[str, Any]:
+    """Feed `text`'s real tokenization to a fresh matcher token by token, then EOS."""
     vocab = index.vocabulary
-    state = 0
+    matcher = matcher_for(index)
     consumed = 0
     for position, token in enumerate(vocab.encode(text)):
-        if not index.is_allowed(state, token):
+        allowed = matcher.allowed_token_ids().tolist()
+        if not matcher.advance(token):
             return {
                 "text": text,
                 "accepted": False,
                 "token_index": position,
                 "byte_offset": consumed,
                 "token": vocab.token_bytes[token].decode("utf-8", "backslashreplace"),
-                "allowed_sample": _sample(index, state),
+                "allowed_sample": _sample(vocab, allowed),
             }
-        state = index.next_state(state, token)
         consumed += len(vocab.token_bytes[token])
-        if state == DEAD:  # cannot happen for an allowed token; guards a corrupt index
-            return {
-                "text": text,
-                "accepted": False,
-                "token_index": position,
-                "byte_offset": consumed,
-                "token": "",
-                "allowed_sample": [],
-            }
-    if not index.is_allowed(state, vocab.eos_token_ids[0]):
+    if not matcher.is_accepting():
         return {
             "text": text,
             "accepted": False,
             "token_index": None,
             "byte_offset": consumed,
             "token": "<EOS>",
-            "allowed_sample": _sample(index, state),
+            "allowed_sample": _sample(vocab, matcher.allowed_token_ids().tolist()),
         }
     return {"text": text, "accepted": True}
 

@@ -6,8 +6,6 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from fsmcompile import artifact
 
 from ..output import EXIT_OK, Console, human_bytes
@@ -24,9 +22,6 @@ def run(args: argparse.Namespace, console: Console) -> int:
         doc = artifact.read_header(data, source=args.file)
     except Exception as exc:  # noqa: BLE001 - reported as an error line / document
         return console.fail(exc)
-    kinds = np.frombuffer(doc["masks"]["kinds"]["data"], dtype=np.uint8)
-    states = int(doc["dfa"]["transitions"]["shape"][0])
-    classes = int(doc["dfa"]["transitions"]["shape"][1])
     info = {
         "ok": True,
         "file": args.file,
@@ -37,29 +32,26 @@ def run(args: argparse.Namespace, console: Console) -> int:
         "spec_hash": doc["spec_hash"],
         "vocab_fingerprint": doc["vocab_fingerprint"],
         "vocab_size": doc["vocab_size"],
-        "states": states,
-        "byte_classes": classes,
-        "masks": int(kinds.shape[0]),
-        "masks_by_storage": {
-            "bitset": int((kinds == 0).sum()),
-            "allowed_ids": int((kinds == 1).sum()),
-            "rejected_ids": int((kinds == 2).sum()),
-        },
+        **artifact.summarize(doc),
     }
     console.line(
         f"{args.file}: fsmcompile artifact, format {info['format_version']} "
         f"(compiler {info['compiler_version']}), {human_bytes(len(data))}"
     )
-    for key in (
+    shown = (
         "kind",
         "spec_hash",
         "vocab_fingerprint",
         "vocab_size",
         "states",
         "byte_classes",
+        "parser_states",
+        "terminals",
         "masks",
-    ):
-        console.line(f"  {key}: {info[key]}")
+    )
+    for key in shown:
+        if key in info:
+            console.line(f"  {key}: {info[key]}")
     by = info["masks_by_storage"]
     console.line(
         f"  mask storage: {by['bitset']} bitsets, {by['allowed_ids']} allowed-id lists, "

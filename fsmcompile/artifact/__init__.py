@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Any, Union
+
+import numpy as np
 
 from fsmcompile.artifact.framing import read_header
 from fsmcompile.errors import ArtifactCorruptError
@@ -21,7 +23,7 @@ if TYPE_CHECKING:
 
 AnyIndex = Union[TokenIndex, "GrammarIndex"]
 
-__all__ = ["AnyIndex", "from_bytes", "load", "read_header", "save", "to_bytes"]
+__all__ = ["AnyIndex", "from_bytes", "load", "read_header", "save", "summarize", "to_bytes"]
 
 
 def to_bytes(index: AnyIndex) -> bytes:
@@ -53,6 +55,27 @@ def from_bytes(data: bytes, vocab: Vocabulary, source: str | None = None) -> Any
 
         return grammar.from_bytes(data, vocab, source)
     raise ArtifactCorruptError(f"artifact of unknown kind {kind!r}", source)
+
+
+def summarize(doc: dict[str, Any]) -> dict[str, Any]:
+    """Sizes of a verified artifact body (from `read_header`), without decoding its arrays."""
+    automaton = doc["dfa"] if "dfa" in doc else doc.get("lexer", {})
+    shape = automaton.get("transitions", {}).get("shape", [0, 0])
+    kinds = np.frombuffer(doc["masks"]["kinds"]["data"], dtype=np.uint8)
+    summary = {
+        "states": int(shape[0]),
+        "byte_classes": int(shape[1]),
+        "masks": int(kinds.shape[0]),
+        "masks_by_storage": {
+            "bitset": int((kinds == 0).sum()),
+            "allowed_ids": int((kinds == 1).sum()),
+            "rejected_ids": int((kinds == 2).sum()),
+        },
+    }
+    if "table" in doc:
+        summary["parser_states"] = int(doc["table"]["action"]["shape"][0])
+        summary["terminals"] = len(doc.get("terminal_names", []))
+    return summary
 
 
 def save(index: AnyIndex, path: str | os.PathLike[str]) -> int:

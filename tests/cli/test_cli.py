@@ -104,3 +104,30 @@ def test_cli_inspect_damaged_artifact_is_exit_1(
     target.write_bytes(target.read_bytes()[:-5])
     code, _, err = run(capsys, "inspect", str(target))
     assert code == 1 and "checksum" in err
+
+
+def test_cli_lark_grammar_compile_inspect_check(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    grammar = Path(__file__).resolve().parents[2] / "grammars" / "json.lark"
+    target = tmp_path / "json.fsm"
+    code, out, err = run(capsys, str(grammar), "-t", TOKENIZER, "-o", str(target), "--no-cache")
+    assert code == 0, err
+    assert out.startswith("compiled lark")
+    code, out, _ = run(capsys, "inspect", str(target))
+    assert code == 0 and "kind: lark" in out and "parser_states:" in out
+    code, out, _ = run(
+        capsys, "check", str(target), '{"a": [1, 2.5e3, "x\\u00e9"]}', '{"a": }', "-t", TOKENIZER
+    )
+    lines = out.splitlines()
+    assert code == 1 and lines[0].startswith("accepted") and lines[1].startswith("rejected")
+
+
+def test_cli_artifact_for_other_tokenizer_is_exit_1(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    target = tmp_path / "d.fsm"
+    assert run(capsys, "--regex", "abc", "-t", TOKENIZER, "-o", str(target))[0] == 0
+    other = str(DATA / "phi3" / "tokenizer.json.gz")
+    code, _, err = run(capsys, "check", str(target), "abc", "-t", other)
+    assert code == 1 and "another tokenizer" in err
