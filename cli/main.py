@@ -11,13 +11,23 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any, Protocol
 
 from fsmcompile.version import __version__
 
 from .commands import check, compile, inspect
 from .output import EXIT_OK, EXIT_USAGE, Console
 
-_COMMANDS = {"compile": compile, "inspect": inspect, "check": check}
+
+class Command(Protocol):
+    """What a module under cli/commands/ provides."""
+
+    def add_parser(self, sub: Any) -> None: ...
+
+    def run(self, args: argparse.Namespace, console: Console) -> int: ...
+
+
+_COMMANDS: dict[str, Command] = {"compile": compile, "inspect": inspect, "check": check}
 _EPILOG = """\
 exit codes: 0 success; 1 the work failed (bad spec, budget exceeded, a text rejected);
 2 usage error.

@@ -53,7 +53,7 @@ from .kernels import apply_bitmask_inplace
 from .matcher import Matcher, TokenMatcher, matcher_for
 
 if TYPE_CHECKING:
-    from fsmcompile.index.token_index import TokenIndex
+    from fsmcompile.artifact import AnyIndex
     from fsmcompile.vocabulary import Vocabulary
 
     from .batch import BatchUpdate, MoveDirectionality
@@ -84,10 +84,10 @@ _COMPILE_CACHE_SIZE = 64
 _DYNAMIC = -1
 """`_sync_row`'s answer for a row whose mask is computed per step (Lark grammars)."""
 
-_registered_indexes: dict[str, TokenIndex] = {}
+_registered_indexes: dict[str, AnyIndex] = {}
 
 
-def register_index(key: str, index: TokenIndex) -> None:
+def register_index(key: str, index: AnyIndex) -> None:
     """Make `index` available to requests that ask for `{"index": key}` in this process."""
     _registered_indexes[key] = index
 
@@ -203,7 +203,7 @@ class FSMLogitsProcessor(_LogitsProcessorBase):
         self._vocabulary: Vocabulary | None = None
         self._vocabulary_error: FsmcompileError | None = None
         self._table: DeviceMaskTable | None = None
-        self._compiled: OrderedDict[tuple[str, str], TokenIndex | Exception] = OrderedDict()
+        self._compiled: OrderedDict[tuple[str, str], AnyIndex | Exception] = OrderedDict()
         self._rows: list[_Row | None] = []
         self._batch_size = 0
         self._num_rows = 0
@@ -414,7 +414,7 @@ class FSMLogitsProcessor(_LogitsProcessorBase):
 
     # -- compiling --------------------------------------------------------------------
 
-    def _index_for(self, spec: RequestSpec) -> TokenIndex:
+    def _index_for(self, spec: RequestSpec) -> AnyIndex:
         key = (spec.kind, spec.text)
         hit = self._compiled.get(key)
         if hit is None:
@@ -430,7 +430,7 @@ class FSMLogitsProcessor(_LogitsProcessorBase):
             raise hit
         return hit
 
-    def _build_index(self, spec: RequestSpec) -> TokenIndex:
+    def _build_index(self, spec: RequestSpec) -> AnyIndex:
         import fsmcompile
 
         if spec.kind == "index":

@@ -48,7 +48,8 @@ class TokenIndex:
 
     def mask_row(self, state: StateId) -> npt.NDArray[np.int32]:
         """int32[W], the packed allowed tokens of `state` (a view, do not write to it)."""
-        return self.masks[self.state_mask[state]]
+        row: npt.NDArray[np.int32] = self.masks[int(self.state_mask[state])]
+        return row
 
     def is_allowed(self, state: StateId, token_id: TokenId) -> bool:
         """Whether `token_id` may be sampled in `state` (EOS included)."""

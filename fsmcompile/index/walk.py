@@ -10,6 +10,7 @@ live pairs, not with states x vocabulary x token length.
 from __future__ import annotations
 
 import time
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -137,8 +138,10 @@ def origin_token_masks(
     columns = np.ascontiguousarray(sig_bits.T)  # uint8[R, S]: the signatures each origin allows
     column_words = np.packbits(columns, axis=1, bitorder="little")
     pad = (-column_words.shape[1]) % 8
-    column_words = np.pad(column_words, ((0, 0), (0, pad))).view(np.uint64)
-    rep_first, mask_of_origin = _unique_rows(column_words)
+    column_rows = cast(
+        "npt.NDArray[np.uint64]", np.pad(column_words, ((0, 0), (0, pad))).view(np.uint64)
+    )
+    rep_first, mask_of_origin = _unique_rows(column_rows)
     rep_bits = np.concatenate(  # an extra all-zero signature for ids that are not text
         [columns[rep_first], np.zeros((rep_first.shape[0], 1), dtype=np.uint8)], axis=1
     )
