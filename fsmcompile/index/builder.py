@@ -10,14 +10,81 @@ import numpy.typing as npt
 
 from fsmcompile.automaton.dfa import ByteDFA
 from fsmcompile.index.levels import LivenessLevels, liveness_levels
+from fsmcompile.index.regions import Region, ShapeWalk, find_regions, walk_shape
 from fsmcompile.index.token_index import TokenIndex
-from fsmcompile.index.walk import origin_token_masks, walk_live_tokens
+from fsmcompile.index.walk import Injections, origin_token_masks, walk_live_tokens
 from fsmcompile.vocabulary import Vocabulary
 
 logger = logging.getLogger(__name__)
 
 # Origins walked together: wider origin bitsets make every merge of the walk dearer.
 _ORIGIN_CHUNK = 256
+
+
+def _region_plan(
+    dfa: ByteDFA, vocab: Vocabulary, origins: npt.NDArray[np.int32]
+) -> tuple[npt.NDArray[np.int64], list[tuple[int, int, ShapeWalk, Region]], int]:
+    """Which origins are region states, and the shape walk that serves each.
+
+    Returns (virtual column per origin or -1, [(origin index, role, walk, region)], number
+    of virtual columns).
+    """
+    extra = np.full(origins.shape[0], -1, dtype=np.int64)
+    served: list[tuple[int, int, ShapeWalk, Region]] = []
+    regions = find_regions(dfa)
+    if not regions:
+        return extra, served, 0
+    origin_index = {int(s): i for i, s in enumerate(origins.tolist())}
+    column_of_shape: dict[str, int] = {}
+    num_virtual = 0
+    for region in regions:
+        if region.shape_key not in column_of_shape:
+            column_of_shape[region.shape_key] = num_virtual
+            num_virtual += region.states.shape[0]
+        walk = walk_shape(region, vocab)
+        for role, state in enumerate(region.states.tolist()):
+            position = origin_index.get(state)
+            if position is not None:
+                extra[position] = column_of_shape[region.shape_key] + role
+                served.append((position, role, walk, region))
+    return extra, served, num_virtual
+
+
+def _virtual_block(
+    served: list[tuple[int, int, ShapeWalk, Region]],
+    extra: npt.NDArray[np.int64],
+    num_virtual: int,
+    num_tokens: int,
+) -> npt.NDArray[np.uint64]:
+    """uint64[T, ceil(V/64)]: each virtual column's stay tokens."""
+    block = np.zeros((num_tokens, (num_virtual + 63) // 64), dtype=np.uint64)
+    done: set[int] = set()
+    for position, role, walk, _region in served:
+        column = int(extra[position])
+        if column in done:
+            continue
+        done.add(column)
+        has_role = (walk.stay[:, 0] >> np.uint64(role)) & np.uint64(1)
+        block[:, column // 64] |= has_role << np.uint64(column % 64)
+    return block
+
+
+def _injections(served: list[tuple[int, int, ShapeWalk, Region]], lo: int, hi: int) -> Injections:
+    """Exit events of the region origins in chunk [lo, hi), as start pairs of the walk."""
+    states, nodes, owners = [], [], []
+    for position, role, walk, region in served:
+        if not lo <= position < hi:
+            continue
+        events = walk.events
+        has_role = ((events.bits[:, 0] >> np.uint64(role)) & np.uint64(1)).astype(np.bool_)
+        sink = events.states[has_role] - region.states.shape[0]
+        states.append(region.exit_targets[sink])
+        nodes.append(events.nodes[has_role])
+        owners.append(np.full(sink.shape[0], position - lo, dtype=np.int64))
+    if not states:
+        empty = np.zeros(0, dtype=np.int64)
+        return Injections(empty, empty, empty)
+    return Injections(np.concatenate(states), np.concatenate(nodes), np.concatenate(owners))
 
 
 def _token_masks(
@@ -29,12 +96,33 @@ def _token_masks(
 ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64]]:
     """(distinct text-token masks int32[M, W], mask id of each origin int64[R])."""
     trie = vocab.trie
+    extra, served, num_virtual = _region_plan(dfa, vocab, origins)
     per_token = []
     for lo in range(0, origins.shape[0], _ORIGIN_CHUNK):
         chunk = origins[lo : lo + _ORIGIN_CHUNK]
-        reached = walk_live_tokens(dfa, trie, levels, chunk, deadline)
+        hi = lo + chunk.shape[0]
+        reached, _ = walk_live_tokens(
+            dfa,
+            trie,
+            levels,
+            chunk,
+            deadline,
+            from_root=extra[lo:hi] < 0,
+            injections=_injections(served, lo, hi),
+        )
         per_token.append(reached[trie.token_node])
-    return origin_token_masks(np.concatenate(per_token, axis=1), trie, origins.shape[0], vocab.size)
+    virtual = (
+        _virtual_block(served, extra, num_virtual, trie.token_ids.shape[0]) if served else None
+    )
+    return origin_token_masks(
+        np.concatenate(per_token, axis=1),
+        trie,
+        origins.shape[0],
+        vocab.size,
+        virtual=virtual,
+        num_virtual=num_virtual,
+        extra_column=extra,
+    )
 
 
 def build_token_index(

@@ -10,6 +10,7 @@ live pairs, not with states x vocabulary x token length.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import cast
 
 import numpy as np
@@ -31,21 +32,80 @@ def _or_reduce_sorted(
     return np.bitwise_or.reduceat(bits, starts, axis=0)
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class SinkEvents:
+    """Pairs that entered a sink state: recorded, never expanded further.
+
+    Attributes:
+        nodes: int64[E], the trie node whose byte led into the sink.
+        states: int64[E], the sink state.
+        bits: uint64[E, words], the origins that got there.
+    """
+
+    nodes: npt.NDArray[np.int64]
+    states: npt.NDArray[np.int64]
+    bits: npt.NDArray[np.uint64]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Injections:
+    """Extra start pairs: origin `origins[i]` is in `states[i]` at trie node `nodes[i]`.
+
+    The node itself counts as reached; the walk goes on below it.
+    """
+
+    states: npt.NDArray[np.int64]
+    nodes: npt.NDArray[np.int64]
+    origins: npt.NDArray[np.int64]
+
+
+def _one_hot(origins: npt.NDArray[np.int64], words: int) -> npt.NDArray[np.uint64]:
+    bits = np.zeros((origins.shape[0], words), dtype=np.uint64)
+    bits[np.arange(origins.shape[0]), origins // 64] = np.left_shift(
+        np.uint64(1), (origins % 64).astype(np.uint64)
+    )
+    return bits
+
+
+def _merge(
+    node: npt.NDArray[np.int64],
+    state: npt.NDArray[np.int64],
+    bits: npt.NDArray[np.uint64],
+    num_states: np.int64,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.uint64]]:
+    """Merge equal (node, state) pairs, OR-ing their origin bits; result sorted by node."""
+    key = node * num_states + state
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
+    merged = _or_reduce_sorted(bits[order], starts)
+    pair_key = key[starts]
+    return pair_key // num_states, pair_key % num_states, merged
+
+
 def walk_live_tokens(
     dfa: ByteDFA,
     trie: TokenTrie,
     levels: LivenessLevels,
     origins: npt.NDArray[np.int32],
     deadline: float | None = None,
-) -> npt.NDArray[np.uint64]:
+    *,
+    from_root: npt.NDArray[np.bool_] | None = None,
+    injections: Injections | None = None,
+    sinks: npt.NDArray[np.bool_] | None = None,
+) -> tuple[npt.NDArray[np.uint64], SinkEvents]:
     """For each trie node, the set of origins from which its path stays alive.
 
     Args:
         origins: int32[R], start states (pairwise not equivalent at the root's height).
+        from_root: bool[R], which origins start at the root (default: all).
+        injections: start pairs below the root (regions' exit events).
+        sinks: bool[S], states whose pairs are recorded as events and not expanded.
 
     Returns:
-        uint64[N, ceil(R/64)]: bit r of row n is set when the bytes leading to node n keep
-        the DFA alive from origins[r].
+        (reached uint64[N, ceil(R/64)], sink events): bit r of reached row n is set when
+        the bytes leading to node n keep the DFA alive from origins[r] (sink pairs are
+        not marked).
     """
     num_origins = origins.shape[0]
     words = (num_origins + 63) // 64
@@ -54,15 +114,25 @@ def walk_live_tokens(
     canon = levels.canon
     canon_row = levels.row_of_height[np.minimum(trie.node_height, len(levels.row_of_height) - 1)]
     num_states = np.int64(dfa.num_states)
+    is_sink = sinks if sinks is not None else np.zeros(dfa.num_states, dtype=np.bool_)
+    events: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.uint64]]]
+    events = []
 
     reached = np.zeros((trie.num_nodes, words), dtype=np.uint64)
-    state = origins.astype(np.int64)
-    node = np.zeros(num_origins, dtype=np.int64)
-    bits = np.zeros((num_origins, words), dtype=np.uint64)
-    bits[np.arange(num_origins), np.arange(num_origins) // 64] = np.left_shift(
-        np.uint64(1), (np.arange(num_origins) % 64).astype(np.uint64)
-    )
-    while state.shape[0]:
+    starting = np.arange(num_origins) if from_root is None else np.flatnonzero(from_root)
+    state = origins[starting].astype(np.int64)
+    node = np.zeros(state.shape[0], dtype=np.int64)
+    bits = _one_hot(starting.astype(np.int64), words)
+    injected_by_depth: dict[int, npt.NDArray[np.int64]] = {}
+    if injections is not None and injections.nodes.shape[0]:
+        depth_of = np.zeros(trie.num_nodes, dtype=np.int64)
+        depth_of[trie.level_nodes] = np.repeat(
+            np.arange(trie.level_offsets.shape[0] - 1), np.diff(trie.level_offsets)
+        )
+        injected_depth = depth_of[injections.nodes]
+        for depth in np.unique(injected_depth).tolist():
+            injected_by_depth[int(depth)] = np.flatnonzero(injected_depth == depth)
+    for depth in range(1, trie.depth + 1):
         if deadline is not None and time.monotonic() > deadline:
             raise BudgetExceededError(
                 "compile timed out while walking the vocabulary", limit="timeout_s", value=0.0
@@ -70,30 +140,40 @@ def walk_live_tokens(
         lo = trie.child_lo[node]
         counts = trie.child_hi[node] - lo
         total = int(counts.sum())
-        if total == 0:
-            break
         parent = np.repeat(np.arange(state.shape[0]), counts)
         pos = lo[parent] + (np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts))
         child = trie.level_nodes[pos].astype(np.int64)
         nxt = trans[state[parent], byte_class[child]].astype(np.int64)
         alive = nxt >= 0
-        parent, child, nxt = parent[alive], child[alive], nxt[alive]
+        child, nxt, pair_bits = child[alive], nxt[alive], bits[parent[alive]]
+        sunk = is_sink[nxt]
+        if sunk.any():
+            events.append((child[sunk], nxt[sunk], pair_bits[sunk]))
+            keep = ~sunk
+            child, nxt, pair_bits = child[keep], nxt[keep], pair_bits[keep]
+        picked = injected_by_depth.get(depth)
+        if picked is not None and injections is not None:
+            child = np.concatenate([child, injections.nodes[picked]])
+            nxt = np.concatenate([nxt, injections.states[picked]])
+            pair_bits = np.concatenate([pair_bits, _one_hot(injections.origins[picked], words)])
         if child.shape[0] == 0:
-            break
+            if not any(d > depth for d in injected_by_depth):
+                break
+            state, node, bits = child, child, pair_bits
+            continue
         nxt = canon[canon_row[child], nxt].astype(np.int64)
-        # Merge equal (node, class) pairs; sorting by node first also groups by node.
-        key = child * num_states + nxt
-        order = np.argsort(key, kind="stable")
-        key, parent = key[order], parent[order]
-        starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
-        merged = _or_reduce_sorted(bits[parent], starts)
-        pair_key = key[starts]
-        node = pair_key // num_states
-        state = pair_key % num_states
+        node, state, bits = _merge(child, nxt, pair_bits, num_states)
         node_starts = np.flatnonzero(np.concatenate([[True], node[1:] != node[:-1]]))
-        reached[node[node_starts]] = _or_reduce_sorted(merged, node_starts)
-        bits = merged
-    return reached
+        reached[node[node_starts]] |= _or_reduce_sorted(bits, node_starts)
+    if events:
+        ev_nodes = np.concatenate([e[0] for e in events])
+        ev_states = np.concatenate([e[1] for e in events])
+        ev_bits = np.concatenate([e[2] for e in events])
+        ev_nodes, ev_states, ev_bits = _merge(ev_nodes, ev_states, ev_bits, num_states)
+    else:
+        ev_nodes = ev_states = np.zeros(0, dtype=np.int64)
+        ev_bits = np.zeros((0, words), dtype=np.uint64)
+    return reached, SinkEvents(ev_nodes, ev_states, ev_bits)
 
 
 def _unique_rows(
@@ -118,11 +198,18 @@ def origin_token_masks(
     trie: TokenTrie,
     num_origins: int,
     vocab_size: int,
+    *,
+    virtual: npt.NDArray[np.uint64] | None = None,
+    num_virtual: int = 0,
+    extra_column: npt.NDArray[np.int64] | None = None,
 ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64]]:
     """Turn per-token origin bits into distinct packed masks.
 
     Args:
         per_token: uint64[T, ceil(R/64)], bit r set when trie token t is live from origin r.
+        virtual: uint64[T, ceil(V/64)], token sets shared by many origins (a region
+            shape's stay tokens per role); `extra_column[r]` (or -1) names the one that
+            origin r also allows.
 
     Returns:
         (masks int32[M, ceil(V/32)] distinct text-token masks without EOS,
@@ -132,21 +219,29 @@ def origin_token_masks(
     share a mask. Both are few, so the V x R bit transpose shrinks to one gather of
     M x V bytes and a contiguous pack.
     """
-    sig_first, token_sig = _unique_rows(per_token)
+    rows = per_token if virtual is None else np.concatenate([per_token, virtual], axis=1)
+    sig_first, token_sig = _unique_rows(np.ascontiguousarray(rows))
+    origin_words = per_token.shape[1]
     sig_rows = np.ascontiguousarray(per_token[sig_first]).view(np.uint8)
     sig_bits = np.unpackbits(sig_rows, axis=1, count=num_origins, bitorder="little")
     columns = np.ascontiguousarray(sig_bits.T)  # uint8[R, S]: the signatures each origin allows
+    if virtual is not None and extra_column is not None and num_virtual:
+        virtual_rows = np.ascontiguousarray(rows[sig_first, origin_words:]).view(np.uint8)
+        virtual_columns = np.unpackbits(
+            virtual_rows, axis=1, count=num_virtual, bitorder="little"
+        ).T
+        uses = np.flatnonzero(extra_column >= 0)
+        columns[uses] |= virtual_columns[extra_column[uses]]
     column_words = np.packbits(columns, axis=1, bitorder="little")
     pad = (-column_words.shape[1]) % 8
-    column_rows = cast(
-        "npt.NDArray[np.uint64]", np.pad(column_words, ((0, 0), (0, pad))).view(np.uint64)
-    )
+    padded = np.pad(column_words, ((0, 0), (0, pad)))
+    column_rows = cast("npt.NDArray[np.uint64]", padded.view(np.uint64))
     rep_first, mask_of_origin = _unique_rows(column_rows)
     rep_bits = np.concatenate(  # an extra all-zero signature for ids that are not text
         [columns[rep_first], np.zeros((rep_first.shape[0], 1), dtype=np.uint8)], axis=1
     )
     width = bitmask_words(vocab_size) * 32
-    sig_of_id = np.full(width, sig_bits.shape[0], dtype=np.int64)
+    sig_of_id = np.full(width, sig_first.shape[0], dtype=np.int64)
     sig_of_id[trie.token_ids] = token_sig
     allowed = rep_bits[:, sig_of_id]  # uint8[M, 32W]
     packed = np.packbits(allowed, axis=1, bitorder="little")

@@ -7,9 +7,9 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-from conftest import load_vocabulary
 from lark import Lark
 from lark.exceptions import LarkError
+from support import load_vocabulary
 
 from fsmcompile.index.bits import is_bit_set
 from fsmcompile.index.grammar_index import GrammarIndex

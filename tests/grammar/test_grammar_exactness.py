@@ -13,7 +13,6 @@ from __future__ import annotations
 import random
 
 import pytest
-from conftest import load_vocabulary
 from grammar_checks import (
     BUNDLED,
     bundled_text,
@@ -25,6 +24,7 @@ from grammar_checks import (
 )
 from grammar_corpus import INVALID, TRICKY, VALID
 from grammar_sentences import SentenceGenerator
+from support import load_vocabulary
 
 from fsmcompile.runtime.grammar_matcher import GrammarMatcher
 

@@ -116,3 +116,19 @@ def test_bits_pack_unpack_roundtrip(width: int) -> None:
     words = np.zeros(packed.shape[1], dtype=np.int32)
     set_bits(words, np.flatnonzero(rows[0]))
     assert np.array_equal(words, packed[0])
+
+
+def test_index_string_regions_match_brute_force(gpt2: Vocabulary) -> None:
+    # JSON-like strings: anchors that loop on ~90 bytes, with UTF-8 and escape satellites,
+    # exiting through the closing quote into different continuations.
+    from fsmcompile.automaton import build_dfa
+    from fsmcompile.index.regions import find_regions
+    from fsmcompile.spec.regex import parse_regex
+
+    string = r'"([^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'
+    dfa = build_dfa(parse_regex(rf"\[{string}(,{string}:1)?\]|{{{string}:{string}}}"))
+    regions = find_regions(dfa)
+    assert len(regions) >= 3
+    index = build_token_index(dfa, gpt2, kind="regex", spec_hash="t")
+    region_states = sorted({int(s) for r in regions for s in r.states[:4]})
+    assert_index_matches_brute_force(index, states=region_states + [0])

@@ -1,0 +1,210 @@
+"""Interior regions: dense looping states (inside a JSON string) walked once per shape.
+
+A state that loops on many bytes (an *anchor*: string content) keeps almost every token,
+and no two anchors can share a walk, because what follows the closing quote differs. But
+the walk only differs once a token *leaves* the anchor. So for each anchor we collect its
+*satellites* (states that can only lead back to it: the bytes of a multi-byte character,
+an escape sequence) and describe the region by its *shape*: the transitions inside it,
+with every way out of the anchor marked as an exit. Equal shapes (every unbounded JSON
+string of a schema) share one walk of the vocabulary trie, cached per vocabulary. Each
+anchor then pays only for its exit events: the few trie nodes where a token leaves the
+region (a token holding a closing quote), from the state it leaves into.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from fsmcompile.automaton.dfa import ByteDFA
+from fsmcompile.index.levels import LivenessLevels
+from fsmcompile.index.walk import SinkEvents, walk_live_tokens
+from fsmcompile.vocabulary import Vocabulary
+
+# A state is an anchor when at least this many byte values loop back to it: string
+# content loops on ~90 ASCII bytes; digit and keyword states loop on at most ~62.
+_MIN_LOOP_BYTES = 64
+# Satellites are the states inside one character or escape sequence: never more than
+# this many bytes from the anchor (`\uXXXX` is 6), so candidates come from a bounded BFS.
+_MAX_SATELLITE_DEPTH = 6
+_MAX_REGION_STATES = 64
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Region:
+    """One anchor and its satellites, in shape order (role 0 is the anchor).
+
+    Attributes:
+        states: int64[m], the DFA state playing each role.
+        exit_targets: int64[k], where the anchor goes on each exit of the shape.
+        shape_key: identifies the shape (equal keys: equal walks).
+        table: int32[m + k, 256], the shape automaton over raw bytes: roles, then one
+            sink per exit; -1 is dead.
+    """
+
+    states: npt.NDArray[np.int64]
+    exit_targets: npt.NDArray[np.int64]
+    shape_key: str
+    table: npt.NDArray[np.int32]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ShapeWalk:
+    """What the vocabulary does inside one region shape, from each role.
+
+    Attributes:
+        stay: uint64[T, 1], bit r set when trie token t stays inside the region from role r.
+        events: (node, sink, role bits) where a token leaves the anchor through exit `sink`
+            at trie node `node` (the node whose byte was the exit byte).
+    """
+
+    stay: npt.NDArray[np.uint64]
+    events: SinkEvents
+
+
+def _full_table(dfa: ByteDFA) -> npt.NDArray[np.int32]:
+    """int32[S, 256]: transitions by raw byte."""
+    return np.ascontiguousarray(dfa.transitions[:, dfa.class_of_byte])
+
+
+def _targets_by_state(full: npt.NDArray[np.int32]) -> list[list[int]]:
+    """The distinct live targets of each state (one sort for all states)."""
+    ordered = np.sort(full, axis=1)
+    fresh = np.ones_like(ordered, dtype=np.bool_)
+    fresh[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    fresh &= ordered >= 0
+    return [row[keep].tolist() for row, keep in zip(ordered, fresh, strict=True)]
+
+
+def _satellites(
+    anchor: int,
+    targets_of: list[list[int]],
+    loop_count: npt.NDArray[np.int64],
+    full: npt.NDArray[np.int32],
+) -> list[int] | None:
+    """States near `anchor` that can only lead back into the region, in BFS order.
+
+    None when the region is too large to be one character's worth of states.
+    """
+    order: list[int] = []
+    seen = {anchor}
+    frontier = [anchor]
+    for _depth in range(_MAX_SATELLITE_DEPTH):
+        nxt: list[int] = []
+        for state in frontier:
+            for target in targets_of[state]:
+                if target in seen or loop_count[target] >= _MIN_LOOP_BYTES:
+                    continue
+                seen.add(target)
+                order.append(target)
+                nxt.append(target)
+        frontier = nxt
+    # Greatest fixpoint: drop candidates with a way out of anchor + candidates.
+    members = set(order)
+    changed = True
+    while changed:
+        changed = False
+        allowed = members | {anchor}
+        for state in list(members):
+            if not set(targets_of[state]) <= allowed:
+                members.discard(state)
+                changed = True
+    if len(members) > _MAX_REGION_STATES:
+        return None
+    return _canonical_order(anchor, members, full)
+
+
+def _canonical_order(anchor: int, members: set[int], full: npt.NDArray[np.int32]) -> list[int]:
+    """Satellites in BFS order by byte value: equal regions get equal role numbers."""
+    order: list[int] = []
+    queue = [anchor]
+    seen = {anchor}
+    while queue:
+        state = queue.pop(0)
+        targets, first_byte = np.unique(full[state], return_index=True)
+        for target in targets[np.argsort(first_byte)].tolist():
+            if target in members and target not in seen:
+                seen.add(target)
+                order.append(target)
+                queue.append(target)
+    return order
+
+
+def find_regions(dfa: ByteDFA) -> list[Region]:
+    """Every anchor of `dfa` with its satellites and shape.
+
+    Cost: O(S * 256) to count loops plus a small BFS per anchor.
+    """
+    full = _full_table(dfa)
+    loop_count = (full == np.arange(dfa.num_states)[:, None]).sum(axis=1)
+    regions: list[Region] = []
+    anchors = np.flatnonzero(loop_count >= _MIN_LOOP_BYTES).tolist()
+    if not anchors:
+        return regions
+    targets_of = _targets_by_state(full)
+    for anchor in anchors:
+        satellites = _satellites(anchor, targets_of, loop_count, full)
+        if satellites is None:
+            continue
+        states = [anchor, *satellites]
+        role_of = np.full(dfa.num_states + 1, -1, dtype=np.int32)  # last slot: dead
+        role_of[states] = np.arange(len(states), dtype=np.int32)
+        rows = full[states]
+        table = role_of[rows]  # -1 (dead) stays -1 through the last slot
+        inside = table >= 0
+        # Exits leave from the anchor only (satellites have none by construction); one
+        # sink per distinct target, numbered by first byte.
+        exit_bytes = np.flatnonzero((rows[0] >= 0) & ~inside[0])
+        targets: list[int] = []
+        for byte in exit_bytes.tolist():
+            target = int(rows[0, byte])
+            if target not in targets:
+                targets.append(target)
+            table[0, byte] = len(states) + targets.index(target)
+        sinks = np.full((len(targets), 256), -1, dtype=np.int32)
+        shape = np.concatenate([table, sinks])
+        key = hashlib.sha256(shape.tobytes()).hexdigest()
+        regions.append(
+            Region(
+                np.asarray(states, dtype=np.int64), np.asarray(targets, dtype=np.int64), key, shape
+            )
+        )
+    return regions
+
+
+def _identity_levels(num_states: int, height: int) -> LivenessLevels:
+    """No merging: shape automata are tiny and sinks must stay apart."""
+    canon = np.arange(num_states, dtype=np.int32)[None, :]
+    return LivenessLevels(
+        canon=canon, row_of_height=np.zeros(height + 1, dtype=np.int64), finest=canon[0]
+    )
+
+
+def walk_shape(region: Region, vocab: Vocabulary) -> ShapeWalk:
+    """Walk the vocabulary trie through a region's shape from every role (cached)."""
+    cache: dict[str, ShapeWalk] = vocab.__dict__.setdefault("_shape_walks", {})
+    found = cache.get(region.shape_key)
+    if found is not None:
+        return found
+    trie = vocab.trie
+    table = region.table
+    columns, class_of_byte = np.unique(table.T, axis=0, return_inverse=True)
+    num_roles = region.states.shape[0]
+    shape_dfa = ByteDFA(
+        transitions=np.ascontiguousarray(columns.T, dtype=np.int32),
+        class_of_byte=class_of_byte.reshape(-1).astype(np.int32),
+        accepting=np.zeros(table.shape[0], dtype=np.bool_),
+    )
+    sinks = np.zeros(table.shape[0], dtype=np.bool_)
+    sinks[num_roles:] = True
+    levels = _identity_levels(table.shape[0], int(trie.node_height[0]))
+    # Sink pairs are not marked reached, so `reached` holds exactly the staying tokens.
+    reached, events = walk_live_tokens(
+        shape_dfa, trie, levels, np.arange(num_roles, dtype=np.int32), sinks=sinks
+    )
+    walk = ShapeWalk(stay=reached[trie.token_node], events=events)
+    cache[region.shape_key] = walk
+    return walk
