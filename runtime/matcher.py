@@ -162,6 +162,35 @@ class IndexTables:
             self._live_bytes[state] = count
         return count
 
+    def could_merge(self, token: TokenId, end: StateId) -> bool:
+        """Whether some token spans the end of `token` and a byte allowed after `end`.
+
+        If no vocabulary token starts with a suffix of `token`'s bytes followed by a byte
+        the automaton allows next, BPE cannot merge across that boundary, so the token
+        can be forced as is. Cost: a trie walk per suffix (tokens are short).
+        """
+        trie = self.index.vocabulary.trie
+        row = self._row(end)
+        classes = self.index.dfa.class_of_byte
+        data = self.index.vocabulary.token_bytes[token]
+        for start in range(len(data)):
+            node = 0
+            for byte in data[start:]:
+                lo, hi = int(trie.child_lo[node]), int(trie.child_hi[node])
+                children = trie.level_nodes[lo:hi]
+                at = int(np.searchsorted(trie.node_byte[children], byte))
+                if at == hi - lo or trie.node_byte[children[at]] != byte:
+                    node = -1
+                    break
+                node = int(children[at])
+            if node < 0:
+                continue
+            lo, hi = int(trie.child_lo[node]), int(trie.child_hi[node])
+            next_bytes = trie.node_byte[trie.level_nodes[lo:hi]]
+            if any(row[int(classes[b])] != DEAD for b in next_bytes.tolist()):
+                return True
+        return False
+
     def forced(self, state: StateId) -> tuple[bytes, StateId]:
         """The bytes every continuation from `state` starts with, and the state after them.
 
@@ -195,7 +224,7 @@ class IndexTables:
         if text:
             encoded = list(self.index.vocabulary.encode(text))
             must_stop = complete and self.accepting[end] and self.live_bytes(end) == 0
-            if not must_stop:
+            if encoded and not must_stop and (not complete or self.could_merge(encoded[-1], end)):
                 # The last token could merge with bytes the model writes next; the
                 # canonical encoding of the whole text would differ (DESIGN.md:
                 # naive forced tokenization is non-canonical 97% of the time).
@@ -437,8 +466,9 @@ class Matcher:
     def forced_token_ids(self) -> list[TokenId]:
         """Token ids for jump-forward: the canonical encoding of `forced_bytes()`.
 
-        The final token is dropped unless the forced text ends where the automaton must
-        stop, because it could merge with what the model writes next; a forced text cut
+        The final token is dropped when some token could span it and a byte allowed next
+        (BPE could merge across the boundary) unless the forced text ends where the
+        automaton must stop; a forced text cut
         inside a UTF-8 character is encoded up to the last whole character. Every returned
         id is accepted by `advance_many` from the current state.
         """

@@ -19,6 +19,7 @@ import pytest
 
 from fsmcompile.automaton.dfa import ByteDFA
 from fsmcompile.index.bits import bitmask_words, pack_bool_rows, set_bits
+from fsmcompile.vocabulary.trie import TokenTrie
 
 DEAD = -1
 
@@ -34,6 +35,11 @@ class FakeVocabulary:
 
     def decode_bytes(self, token_ids: Sequence[int]) -> bytes:
         return b"".join(self.token_bytes[t] for t in token_ids if t < len(self.token_bytes))
+
+    @property
+    def trie(self) -> TokenTrie:
+        ids = np.asarray([i for i, tb in enumerate(self.token_bytes) if tb], dtype=np.int64)
+        return TokenTrie.build(self.token_bytes, ids)
 
     def encode(self, text: str) -> list[int]:
         """Greedy longest match: the toy tokenizer's canonical encoding."""

@@ -179,21 +179,34 @@ def test_matcher_validate_tokens_counts_prefix_without_advancing(abc_index):
     assert m.state == state
 
 
-def test_matcher_forced_tokens_drop_last_unless_automaton_must_stop(rt, vocab):
+def test_matcher_forced_tokens_keep_last_when_no_token_spans_the_boundary(rt, vocab):
     index = rt.index_from_regex('\\{"a":(1|2)\\}', vocab)
     m = Matcher(index)
     assert m.forced_bytes() == b'{"a":'
-    # Greedy encoding is { " a " : ; the final ":" could merge with what follows.
-    assert m.forced_token_ids() == ids("{", '"', "a", '"')
-    assert m.advance_many(m.forced_token_ids()) == 4
-    assert m.forced_bytes() == b":"
-    assert m.forced_token_ids() == []
-    assert m.advance_many(ids(":", "1")) == 2
+    # Greedy encoding is { " a " : and no token starts with ":" then a digit, so the
+    # final ":" cannot merge with what follows and is forced too.
+    assert m.forced_token_ids() == ids("{", '"', "a", '"', ":")
+    assert m.advance_many(m.forced_token_ids()) == 5
+    assert m.forced_bytes() == b""
+    assert m.advance_many(ids("1")) == 1
     assert m.forced_bytes() == b"}"
     # Nothing can follow "}", so the last token is safe to force.
     assert m.forced_token_ids() == ids("}")
     m.advance(TOK["}"])
     assert m.is_complete() and m.forced_bytes() == b""
+
+
+def test_matcher_forced_tokens_drop_last_when_a_token_spans_the_boundary(rt, vocab):
+    # "ab" then "c" or "-": the token "abc" spans the boundary, so "ab" is left to the model.
+    index = rt.index_from_regex("ab(c|-)", vocab)
+    m = Matcher(index)
+    assert m.forced_bytes() == b"ab"
+    assert m.forced_token_ids() == []
+    # "1" then "2" or "-": "12" spans it, and "1" alone is the whole forced text.
+    m = Matcher(rt.index_from_regex("1(2|-)", vocab))
+    assert m.forced_token_ids() == []
+    m = Matcher(rt.index_from_regex("1(-|:)", vocab))
+    assert m.forced_token_ids() == ids("1")
 
 
 def test_matcher_forced_text_stops_at_accepting_state(rt, vocab):
