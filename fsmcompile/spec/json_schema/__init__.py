@@ -1,0 +1,11 @@
+"""JSON Schema front end: schema → regex IR over the instance text.
+
+`schema_to_ir` is the one entry point; `fsmcompile.compiler.compile_json_schema`
+calls it and hands the IR to the automaton builder. See docs/json_schema.md for the
+supported keywords, the relaxation table and the unsupported list.
+"""
+
+from fsmcompile.spec.json_schema.lower import parse_schema_text, schema_to_ir
+from fsmcompile.spec.json_schema.options import JsonOptions, Relaxation, SchemaLowering
+
+__all__ = ["JsonOptions", "Relaxation", "SchemaLowering", "parse_schema_text", "schema_to_ir"]

@@ -1,0 +1,408 @@
+"""Schema → regex IR: the entry point and the dispatch over conjunctions and types.
+
+`schema_to_ir` resolves the document, lowers the root conjunction, and then either
+raises one error listing every unenforceable keyword (strict) or returns them as
+relaxations (lenient). Per-type work lives in strings/numbers/objects/arrays; this
+module distributes `anyOf`/`oneOf`, applies `not`, enforces `enum`/`const` by
+validating each value, and bounds recursion.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections import Counter
+from typing import Any
+
+from fsmcompile.automaton.ir import NOTHING, And, Node, alt, literal
+from fsmcompile.errors import BudgetExceededError, SchemaError, UnsupportedFeatureError
+from fsmcompile.spec.json_schema.arrays import lower_array
+from fsmcompile.spec.json_schema.combinators import (
+    Conjunction,
+    Group,
+    collect,
+    enum_values,
+    negation_group,
+    negation_supported,
+    provably_disjoint,
+    type_atoms,
+)
+from fsmcompile.spec.json_schema.complement import complement
+from fsmcompile.spec.json_schema.instances import InstanceChecker
+from fsmcompile.spec.json_schema.lowered import NOTHING_LOWERED, Lowered
+from fsmcompile.spec.json_schema.numbers import lower_number
+from fsmcompile.spec.json_schema.objects import lower_object
+from fsmcompile.spec.json_schema.options import JsonOptions, Relaxation, SchemaLowering
+from fsmcompile.spec.json_schema.refs import Location, Registry
+from fsmcompile.spec.json_schema.strings import encode_content, lower_string
+from fsmcompile.spec.json_schema.syntax import JsonSyntax
+from fsmcompile.spec.json_schema.unsupported import (
+    ANNOTATIONS,
+    CONSTRAINING,
+    TYPE_ATOMS,
+    Atom,
+    raise_unsupported,
+    unsupported_in,
+)
+from fsmcompile.spec.json_schema.values import atom_of, json_equal, value_depth, value_ir
+
+MAX_DISTRIBUTED = 64
+"""Most alternatives `anyOf`/`oneOf` groups of one conjunction are multiplied out to;
+past it the groups are intersected as automata instead (sound, possibly stricter)."""
+
+
+def parse_schema_text(text: str) -> Any:
+    """Parse a schema given as JSON text.
+
+    Raises:
+        SchemaError: malformed JSON; the message names line and column.
+    """
+
+    def reject_constant(name: str) -> Any:
+        raise ValueError(f"{name} is not JSON")
+
+    try:
+        return json.loads(text, parse_constant=reject_constant)
+    except json.JSONDecodeError as exc:
+        raise SchemaError(
+            f"schema is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}", ""
+        ) from exc
+    except ValueError as exc:
+        raise SchemaError(f"schema is not valid JSON: {exc}", "") from exc
+
+
+def schema_to_ir(
+    schema: dict[str, Any] | bool | str,
+    *,
+    options: JsonOptions,
+    deadline: float | None = None,
+) -> SchemaLowering:
+    """Lower a JSON Schema to regex IR over the instance text.
+
+    Args:
+        schema: the schema as a dict, a boolean, or JSON text.
+        options: whitespace form, strictness, recursion bound, remote documents, draft.
+        deadline: a `time.monotonic()` value; lowering stops with BudgetExceededError
+            soon after it passes (distributing many `anyOf`s can take long).
+
+    Returns:
+        The IR plus the relaxations (lenient mode) and depth-limited pointers.
+
+    Raises:
+        SchemaError: malformed JSON, not a schema, a malformed keyword, an unresolvable
+            `$ref`, contradictory keywords in one object, or a schema that accepts no
+            value at all.
+        UnsupportedFeatureError: strict mode and some keywords cannot be enforced;
+            `.features` lists every one.
+        BudgetExceededError: `deadline` passed (limit="timeout_s").
+    """
+    if isinstance(schema, str):
+        schema = parse_schema_text(schema)
+    if not isinstance(schema, dict | bool):
+        raise SchemaError(
+            f"a schema must be a JSON object or a boolean, got {type(schema).__name__}", ""
+        )
+    registry = Registry(schema, remote_schemas=options.remote_schemas, draft=options.draft)
+    lowerer = Lowerer(registry, options, deadline=deadline)
+    result = lowerer.lower_all([registry.root])
+    problems = sorted(lowerer.problems.items())
+    relaxed: list[Relaxation] = [(w, k, r) for (w, k), r in problems]
+    if options.strict:
+        raise_unsupported(relaxed)
+    if result.empty:
+        raise SchemaError("the schema accepts no JSON value (it is false or contradictory)", "")
+    return SchemaLowering(result.node, relaxed, sorted(set(lowerer.depth_limited)))
+
+
+class Lowerer:
+    """Lowering state for one schema: registry, problems found, recursion stack, memo."""
+
+    def __init__(
+        self, registry: Registry, options: JsonOptions, *, deadline: float | None = None
+    ) -> None:
+        self.registry = registry
+        self.deadline = deadline
+        self.options = options
+        self.syntax = JsonSyntax(options)
+        self.checker = InstanceChecker(registry)
+        self.problems: dict[tuple[str, str], str] = {}
+        self.depth_limited: list[str] = []
+        self._active: Counter[tuple[str, str]] = Counter()
+        self._memo: dict[tuple[Any, ...], Lowered] = {}
+        self._patterns: dict[str, Node | None] = {}
+        self._decoded: dict[str, Node | None] = {}
+        self._disjoint: dict[tuple[str, str], bool] = {}
+        self._complements: dict[str, Node | None] = {}
+
+    # -- reporting ---------------------------------------------------------------
+
+    def report(self, loc: Location | str, keyword: str, reason: str) -> None:
+        """Record a keyword that is not enforced (raised at the end in strict mode)."""
+        where = loc if isinstance(loc, str) else loc.where
+        self.problems.setdefault((where, keyword), reason)
+
+    def any_value(self) -> Lowered:
+        """Any JSON value, nested at most `max_recursion_depth` containers deep."""
+        depth = self.options.max_recursion_depth
+        return Lowered(self.syntax.any_value(depth), depth)
+
+    def pattern_content(self, loc: Location, keyword: str, pattern: str) -> Node | None:
+        """Escaped string-content IR of an ECMA `pattern` (search semantics), or None if
+        it uses a construct the regex front end cannot compile (reported)."""
+        if pattern not in self._patterns:
+            decoded = self._parse_pattern(loc, keyword, pattern)
+            self._decoded[pattern] = decoded
+            self._patterns[pattern] = None if decoded is None else encode_content(decoded)
+        node = self._patterns[pattern]
+        if node is None:
+            self.report(loc, keyword, f"pattern {pattern!r} uses an unsupported regex feature")
+        return node
+
+    def pattern_complement(self, pattern: str) -> Node | None:
+        """Escaped content of the strings a (searched) pattern does NOT match, when its
+        shape allows writing that down (see complement.py); None otherwise."""
+        if pattern not in self._complements:
+            decoded = self._decoded.get(pattern)
+            negated = complement(decoded) if decoded is not None else None
+            self._complements[pattern] = None if negated is None else encode_content(negated)
+        return self._complements[pattern]
+
+    def patterns_disjoint(self, first: str, second: str) -> bool:
+        """Whether no string matches both patterns (searched), proved by building the
+        intersection automaton under a small budget; False when unsure."""
+        key = (first, second) if first <= second else (second, first)
+        if key not in self._disjoint:
+            a, b = self._decoded.get(first), self._decoded.get(second)
+            self._disjoint[key] = a is not None and b is not None and _empty(And((a, b)))
+        return self._disjoint[key]
+
+    def _parse_pattern(self, loc: Location, keyword: str, pattern: str) -> Node | None:
+        from fsmcompile.errors import RegexSyntaxError
+        from fsmcompile.spec.regex import parse_regex
+
+        try:
+            return parse_regex(pattern, dialect="ecma", search=True)
+        except RegexSyntaxError as exc:
+            raise SchemaError(
+                f"invalid regex in {keyword}: {exc.reason} at position {exc.pos}",
+                f"{loc.where}/{keyword}",
+                keyword,
+            ) from exc
+        except UnsupportedFeatureError:
+            return None
+
+    # -- conjunctions --------------------------------------------------------------
+
+    def lower_all(self, locs: list[Location]) -> Lowered:
+        """Lower the conjunction of `locs` (a property value, an item, the root)."""
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise BudgetExceededError(
+                "lowering the schema ran past its time budget; raise timeout_s or simplify "
+                "the schema (many nested anyOf/oneOf multiply out)",
+                limit="timeout_s",
+                value=self.deadline,
+            )
+        conj = collect(self, locs)
+        limit = self.options.max_recursion_depth + 1
+        for part in conj.parts:
+            if self._active[part.key] >= limit:
+                self.depth_limited.append(part.where)
+                return Lowered(NOTHING, 0, cut=True)
+        for part in conj.parts:
+            self._active[part.key] += 1
+        try:
+            return self.lower_conj(conj)
+        finally:
+            for part in conj.parts:
+                self._active[part.key] -= 1
+
+    def lower_conj(self, conj: Conjunction) -> Lowered:
+        """Lower a flattened conjunction (memoized when no recursion limit was hit)."""
+        if conj.false:
+            return NOTHING_LOWERED
+        key = conj.key()
+        if key in self._memo:
+            return self._memo[key]
+        result = self._distribute(conj) if conj.groups else self._lower_flat(conj)
+        if not result.cut:
+            self._memo[key] = result
+        return result
+
+    def _distribute(self, conj: Conjunction) -> Lowered:
+        if math.prod(len(g.options) for g in conj.groups) > MAX_DISTRIBUTED:
+            return self._intersect_groups(conj)
+        group, rest = conj.groups[0], conj.groups[1:]
+        base = Conjunction(conj.parts, rest, conj.negations, conj.false)
+        branches = [base.merged(collect(self, o, option=True)) for o in group.options]
+        if group.kind == "oneOf":
+            branches = self._exclusive(group, branches)
+        return _union([self.lower_conj(b) for b in branches])
+
+    def _exclusive(self, group: Group, branches: list[Conjunction]) -> list[Conjunction]:
+        """oneOf as anyOf when the branches cannot overlap; else branch i also negates
+        every other option (De Morgan, see negation.py) when those negations are
+        expressible; else it is reported."""
+        overlapping = any(
+            not provably_disjoint(self, a, b)
+            for i, a in enumerate(branches)
+            for b in branches[i + 1 :]
+        )
+        if not overlapping:
+            return branches
+        negations: list[Group | None] = []
+        for j, option in enumerate(group.options):
+            if len(option) != 1:
+                negations.append(None)
+                continue
+            negations.append(negation_group(option[0], group.owner, f"oneOf-not:{j}"))
+        if any(n is None for n in negations):
+            self.report(group.owner, "oneOf", "branches may overlap; exclusivity is not enforced")
+            return branches
+        out = []
+        for i, branch in enumerate(branches):
+            extra = Conjunction(groups=[n for j, n in enumerate(negations) if j != i and n])
+            merged = branch.merged(extra)
+            merged.false = merged.false or any(
+                n is not None and not n.options for j, n in enumerate(negations) if j != i
+            )
+            out.append(merged)
+        return out
+
+    def _intersect_groups(self, conj: Conjunction) -> Lowered:
+        parts = [self._lower_flat(Conjunction(conj.parts, [], conj.negations, conj.false))]
+        for group in conj.groups:
+            options = [collect(self, o, option=True) for o in group.options]
+            if group.kind == "oneOf":
+                options = self._exclusive(group, options)
+            parts.append(_union([self.lower_conj(o) for o in options]))
+        if any(p.empty for p in parts):
+            return NOTHING_LOWERED
+        return Lowered(
+            And(tuple(p.node for p in parts)),
+            max(p.depth for p in parts),
+            any(p.cut for p in parts),
+        )
+
+    def _lower_flat(self, conj: Conjunction) -> Lowered:
+        if conj.false:
+            return NOTHING_LOWERED
+        if not conj.negations and not any(set(p.schema) & CONSTRAINING for p in conj.parts):
+            return self.any_value()
+        atoms = type_atoms(conj)
+        values = enum_values(conj)
+        if values is not None:
+            return self._lower_values(conj, values, atoms)
+        for negation in conj.negations:
+            atoms = self._apply_negation(conj, negation, atoms)
+        for part in conj.parts:
+            for keyword, reason in unsupported_in(part.schema, atoms):
+                if keyword != "not":
+                    self.report(part, keyword, reason)
+        return self._lower_types(conj, atoms)
+
+    def _lower_values(
+        self, conj: Conjunction, values: list[Any], atoms: frozenset[Atom]
+    ) -> Lowered:
+        """enum/const: every listed value that the whole conjunction accepts, validated
+        by jsonschema itself, so even keywords we cannot lower hold exactly."""
+        kept: list[Any] = []
+        for value in values:
+            if atom_of(value) not in atoms:
+                continue
+            if any(not self.checker.is_valid(value, p) for p in conj.parts):
+                continue
+            if any(not self.checker.is_valid(value, n, negate=True) for n in conj.negations):
+                continue
+            if any(json_equal(value, k) for k in kept):
+                continue
+            kept.append(value)
+        if not kept:
+            return NOTHING_LOWERED
+        return Lowered(
+            alt(*(value_ir(v, self.syntax) for v in kept)), max(value_depth(v) for v in kept)
+        )
+
+    def _apply_negation(
+        self, conj: Conjunction, neg: Location, atoms: frozenset[Atom]
+    ) -> frozenset[Atom]:
+        schema = neg.schema
+        if isinstance(schema, bool):
+            return frozenset() if schema else atoms
+        keys = set(schema) - ANNOTATIONS
+        if not keys:
+            return frozenset()  # not {} is false
+        if not negation_supported(schema):
+            self.report(
+                neg.where.rsplit("/", 1)[0] if neg.where.endswith("/not") else neg.where,
+                "not",
+                "negating this shape needs a complement automaton; only type, enum/const, "
+                "required, properties, bounds and allOf of those are negated",
+            )
+            return atoms
+        if keys == {"type"}:
+            names = [schema["type"]] if isinstance(schema["type"], str) else schema["type"]
+            for name in names:
+                atoms -= TYPE_ATOMS.get(name, frozenset())
+            return atoms
+        if keys == {"required"}:
+            if not schema["required"]:
+                return frozenset()
+            conj.forbidden_keys.add(schema["required"][0])
+            return atoms & {"object"}
+        values = list(schema.get("enum", [])) + ([schema["const"]] if "const" in schema else [])
+        if "type" in schema:
+            allowed: frozenset[Atom] = frozenset()
+            names = [schema["type"]] if isinstance(schema["type"], str) else schema["type"]
+            for name in names:
+                allowed |= TYPE_ATOMS.get(name, frozenset())
+            values = [v for v in values if atom_of(v) in allowed]
+        for value in values:
+            if atom_of(value) in ("array", "object") and atom_of(value) in atoms:
+                self.report(neg, "enum", "excluding array or object values is not enforced")
+            conj.excluded_values.append(value)
+        if any(v is None for v in values):
+            atoms -= {"null"}
+        return atoms
+
+    def _lower_types(self, conj: Conjunction, atoms: frozenset[Atom]) -> Lowered:
+        results: list[Lowered] = []
+        excluded = conj.excluded_values
+        if "null" in atoms:
+            results.append(Lowered(literal("null")))
+        if "boolean" in atoms:
+            flags = [b for b in (True, False) if not any(v is b for v in excluded)]
+            results.extend(Lowered(literal("true" if b else "false")) for b in flags)
+        if "string" in atoms:
+            results.append(lower_string(self, conj))
+        if "integer" in atoms:
+            results.append(lower_number(self, conj, integer="fraction" not in atoms))
+        elif "fraction" in atoms:  # `not: {type: integer}` on numbers
+            results.append(lower_number(self, conj, integer=False, fractional=True))
+        if "object" in atoms:
+            results.append(lower_object(self, conj))
+        if "array" in atoms:
+            results.append(lower_array(self, conj))
+        return _union(results)
+
+
+def _empty(node: Node) -> bool:
+    """Whether `node` matches nothing, decided by the automaton builder (bounded)."""
+    from fsmcompile.automaton import build_dfa
+    from fsmcompile.errors import BudgetExceededError, SpecError
+
+    try:
+        build_dfa(node, max_states=5_000, deadline=time.monotonic() + 0.5)
+    except BudgetExceededError:
+        return False
+    except SpecError:
+        return True
+    return False
+
+
+def _union(results: list[Lowered]) -> Lowered:
+    live = [r for r in results if not r.empty]
+    cut = any(r.cut for r in results)
+    if not live:
+        return Lowered(NOTHING, 0, cut)
+    return Lowered(alt(*(r.node for r in live)), max(r.depth for r in live), cut)

@@ -1,0 +1,259 @@
+"""Objects: properties in schema order, optional members, extra keys, counts.
+
+Listed properties appear in schema order (the order of first mention across the
+conjunction), each optional one may be skipped; additional properties (extra keys
+allowed by `additionalProperties`/`patternProperties`) follow them in any order.
+Separators are made *optional* and the result is intersected with `member_checker`,
+which accepts exactly the comma placements of a JSON object and counts members for
+`minProperties`/`maxProperties`; this keeps the IR linear in the properties (see
+syntax.py). When the first listed property is required, the first member is known and
+the plain chain is exact on its own.
+
+Approximations, all sound (documented): an extra key whose value is constrained by
+several `patternProperties` or by `additionalProperties` must satisfy every schema
+whose pattern might also match it, since the IR has no complement to say "matches P
+but not Q"; duplicate extra keys are not prevented (a relaxation: see the docs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from fsmcompile.automaton.ir import EMPTY, NOTHING, And, Node, Repeat, alt, optional, seq
+from fsmcompile.spec.json_schema.checks import pattern_search
+from fsmcompile.spec.json_schema.combinators import collect, enum_values, required_keys, type_atoms
+from fsmcompile.spec.json_schema.lowered import NOTHING_LOWERED, Lowered
+from fsmcompile.spec.json_schema.refs import Location
+from fsmcompile.spec.json_schema.strings import (
+    ANY_STRING,
+    QUOTE,
+    encode_content,
+    literal_content,
+    literal_string,
+    string_content,
+    strings_except,
+)
+from fsmcompile.spec.json_schema.unsupported import unsupported_in
+
+if TYPE_CHECKING:
+    from fsmcompile.spec.json_schema.combinators import Conjunction
+    from fsmcompile.spec.json_schema.lower import Lowerer
+
+OBJECT_KEYWORDS = frozenset(
+    {
+        "properties",
+        "required",
+        "additionalProperties",
+        "patternProperties",
+        "propertyNames",
+        "minProperties",
+        "maxProperties",
+    }
+)
+
+
+EXPANSION_LIMIT = 24
+"""Most member copies the per-first-member expansion may make before the object is
+built as an intersection with the member checker instead (cheaper automata for small
+objects, linear IR for large ones)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Member:
+    node: Node
+    value: Lowered
+    required: bool
+
+
+def lower_object(lw: Lowerer, conj: Conjunction) -> Lowered:
+    """Objects satisfying the object keywords of every part of `conj`."""
+    syntax = lw.syntax
+    sources = [p for p in conj.parts if set(p.schema) & OBJECT_KEYWORDS]
+    if not sources and not conj.forbidden_keys:
+        depth = max(lw.options.max_recursion_depth - 1, 0)
+        inner = syntax.any_value(depth)
+        return Lowered(syntax.object_of(syntax.member(ANY_STRING, inner)), depth + 1)
+    order: dict[str, None] = {}
+    for part in sources:
+        order.update(dict.fromkeys(part.schema.get("properties", {})))
+    required = set(required_keys(conj))
+    order.update(dict.fromkeys(k for k in required_keys(conj) if k not in order))
+    min_count = max((int(v) for _, v in conj.keyword("minProperties")), default=0)
+    maxima = [int(v) for _, v in conj.keyword("maxProperties")]
+    max_count = min(maxima) if maxima else None
+    names = [p.child("propertyNames") for p in sources if "propertyNames" in p.schema]
+
+    members: list[_Member] = []
+    for key in order:
+        allowed = key not in conj.forbidden_keys and all(lw.checker.is_valid(key, n) for n in names)
+        value = lw.lower_all(_value_locations(sources, key)) if allowed else NOTHING_LOWERED
+        if value.empty:
+            if key in required:
+                return Lowered(NOTHING, 0, value.cut)
+            continue
+        members.append(
+            _Member(syntax.member(literal_string(key), value.node), value, key in required)
+        )
+
+    extras = _extras(lw, sources, set(order) | conj.forbidden_keys, names)
+    return _assemble(lw, members, extras, min_count, max_count)
+
+
+def _value_locations(sources: list[Location], key: str) -> list[Location]:
+    """Every subschema that applies to the value of property `key`."""
+    locs: list[Location] = []
+    for part in sources:
+        schema = part.schema
+        matched = False
+        if key in schema.get("properties", {}):
+            locs.append(part.child("properties", key))
+            matched = True
+        for pattern in schema.get("patternProperties", {}):
+            found = pattern_search(pattern, key)
+            if found is not False:
+                locs.append(part.child("patternProperties", pattern))
+            matched = matched or found is True
+        if not matched and "additionalProperties" in schema:
+            locs.append(part.child("additionalProperties"))
+    return locs
+
+
+def _extras(
+    lw: Lowerer, sources: list[Location], listed: set[str], names: list[Location]
+) -> list[tuple[Node, Lowered]]:
+    """(key content, value) alternatives for keys not listed in `properties`.
+
+    A key matching pattern i must satisfy S_i and every S_j whose pattern also matches
+    it; a key matching none must satisfy `additionalProperties`. With complements of the
+    patterns (`complement.py`) both are exact; without, the branch for pattern i also
+    demands S_j of every pattern j that might overlap, and the no-match branch demands
+    every S_j: sound, possibly stricter.
+    """
+    base = encode_content(strings_except(listed))
+    name_contents = [c for c in (_names_content(lw, n) for n in names) if c is not None]
+    patterns = [
+        (part, pattern, part.child("patternProperties", pattern))
+        for part in sources
+        for pattern in part.schema.get("patternProperties", {})
+    ]
+    additional = [
+        (p, p.child("additionalProperties")) for p in sources if "additionalProperties" in p.schema
+    ]
+    contents = [lw.pattern_content(p, "patternProperties", pattern) for p, pattern, _ in patterns]
+    negated = [lw.pattern_complement(pattern) for _, pattern, _ in patterns]
+    out: list[tuple[Node, Lowered]] = []
+    for i, (part, pattern, loc) in enumerate(patterns):
+        found = contents[i]
+        content: list[Node] = [found] if found is not None else []
+        overlapping = [
+            j
+            for j, (_, other, _) in enumerate(patterns)
+            if j != i and not lw.patterns_disjoint(pattern, other)
+        ]
+        others_addl = [a for p, a in additional if p is not part]
+        locs = [loc, *(patterns[j][2] for j in overlapping), *others_addl]
+        out.append((_intersect([base, *content, *name_contents]), lw.lower_all(locs)))
+        exclusions = [negated[j] for j in overlapping]
+        if overlapping and all(n is not None for n in exclusions):
+            key = _intersect([base, *content, *name_contents, *(n for n in exclusions if n)])
+            out.append((key, lw.lower_all([loc, *others_addl])))
+    if all(n is not None for n in negated):
+        key = _intersect([base, *(n for n in negated if n is not None), *name_contents])
+        generic = [a for _, a in additional]
+    else:
+        key = _intersect([base, *name_contents])
+        generic = [loc for _, _, loc in patterns] + [a for _, a in additional]
+    out.append((key, lw.lower_all(generic)))
+    return [(key, value) for key, value in out if not value.empty and key is not NOTHING]
+
+
+def _intersect(items: list[Node]) -> Node:
+    if any(item is NOTHING for item in items):
+        return NOTHING
+    return items[0] if len(items) == 1 else And(tuple(items))
+
+
+def _names_content(lw: Lowerer, loc: Location) -> Node | None:
+    """Escaped key content allowed by `propertyNames` (None: no restriction)."""
+    conj = collect(lw, [loc])
+    if conj.false or "string" not in type_atoms(conj):
+        return NOTHING
+    if conj.groups or conj.negations:
+        lw.report(loc, "propertyNames", "only string keywords and enum are enforced on names")
+        return None
+    for part in conj.parts:
+        for keyword, reason in unsupported_in(part.schema, frozenset({"string"})):
+            lw.report(part, keyword, reason)
+    values = enum_values(conj)
+    if values is not None:
+        kept = [v for v in values if isinstance(v, str) and lw.checker.is_valid(v, loc)]
+        return alt(*(literal_content(v) for v in kept)) if kept else NOTHING
+    return string_content(lw, conj)
+
+
+def _assemble(
+    lw: Lowerer,
+    members: list[_Member],
+    extras: list[tuple[Node, Lowered]],
+    min_count: int,
+    max_count: int | None,
+) -> Lowered:
+    syntax = lw.syntax
+    values = [m.value for m in members] + [v for _, v in extras]
+    depth = max((v.depth for v in values), default=0)
+    cut = any(v.cut for v in values)
+    extra: Node | None = None
+    if extras:
+        extra = alt(*(syntax.member(seq(QUOTE, key, QUOTE), value.node) for key, value in extras))
+    counted = min_count > 0 or max_count is not None
+    n_required = sum(m.required for m in members)
+    if max_count is not None and (min_count > max_count or n_required > max_count):
+        return Lowered(NOTHING, 0, cut)
+    if not members and extra is None:
+        if min_count > 0:
+            return Lowered(NOTHING, 0, cut)
+        return Lowered(syntax.container("{", "}", seq(), may_be_empty=True), 1, cut)
+    comma = syntax.comma
+    if extra is None and all(m.required for m in members):
+        if counted and not (min_count <= len(members) <= (max_count or len(members))):
+            return Lowered(NOTHING, 0, cut)
+        body = _chain(members, comma, first_separator=None)
+        return Lowered(syntax.container("{", "}", body, may_be_empty=False), depth + 1, cut)
+    if not counted:
+        expanded = _expanded(members, extra, comma)
+        if expanded is not None:
+            node = syntax.container("{", "}", expanded, may_be_empty=n_required == 0)
+            return Lowered(node, depth + 1, cut)
+    separator = optional(comma)
+    body = _chain(members, separator, first_separator=separator)
+    if extra is not None:
+        body = seq(body, Repeat(seq(separator, extra), 0, None))
+    loose = syntax.container("{", "}", body, may_be_empty=n_required == 0)
+    checker = syntax.member_checker(min_count, max_count, depth)
+    return Lowered(And((loose, checker)), depth + 1, cut)
+
+
+def _expanded(members: list[_Member], extra: Node | None, comma: Node) -> Node | None:
+    """The member list with one alternative per possible first member (exact, no
+    intersection), or None when that would copy the members too many times."""
+    first_required = next((i for i, m in enumerate(members) if m.required), len(members))
+    firsts = min(first_required + 1, len(members))
+    if (firsts - 1) * len(members) > EXPANSION_LIMIT:
+        return None
+    branches = [seq(members[k].node, _chain(members[k + 1 :], comma, comma)) for k in range(firsts)]
+    if first_required == len(members) and extra is not None:
+        branches.append(extra)
+    rest_extra = Repeat(seq(comma, extra), 0, None) if extra is not None else EMPTY
+    return seq(alt(*branches), rest_extra)
+
+
+def _chain(members: list[_Member], separator: Node, first_separator: Node | None) -> Node:
+    """Members in order, each optional one skippable, `separator` before all but the
+    first (and before the first too when `first_separator` is given)."""
+    pieces: list[Node] = []
+    for i, member in enumerate(members):
+        sep = first_separator if i == 0 else separator
+        piece = member.node if sep is None else seq(sep, member.node)
+        pieces.append(piece if member.required else optional(piece))
+    return seq(*pieces)

@@ -1,0 +1,299 @@
+"""JSON string literals as IR: decoded-value languages → escaped JSON text, lengths, keys.
+
+Every string constraint (`pattern`, `format`, `enum`, property names) speaks about the
+*decoded* value, but the automaton reads the *escaped* text. Front ends therefore build
+a language over decoded code points and `encode_content` maps it through JSON's string
+encoding, one character set at a time. Because JSON's encoding is a prefix code (each
+escaped unit decodes to exactly one code point), mapping sets char by char commutes with
+concatenation, union, repetition and intersection, so the result is sound.
+
+Which escaped forms are allowed is a cost decision, documented in docs/json_schema.md:
+
+* a character set that covers every code point (unconstrained string content, the
+  `.*` around a searched pattern) allows every JSON escape, `\\uXXXX` and surrogate pairs
+  included, so free text is matched completely;
+* any narrower set allows the raw character, plus the escapes a character *needs*
+  (`\\"`, `\\\\`, control characters as `\\n` or `\\u00XX`) and `\\/`. A writer that escapes
+  a plain letter as `\\u0061` inside a pattern-, format- or enum-constrained string is
+  rejected: an over-constraint that keeps those automata small.
+
+Lone surrogate escapes (`\\ud800` without its pair) are never accepted: they decode to
+no Unicode scalar value, and counting them would make `maxLength` ambiguous.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from fsmcompile.automaton.ir import (
+    EMPTY,
+    NOTHING,
+    Alt,
+    And,
+    ByteSet,
+    CharSet,
+    Concat,
+    Node,
+    Repeat,
+    alt,
+    chars,
+    negate,
+    normalize_ranges,
+    seq,
+)
+from fsmcompile.spec.json_schema.lowered import Lowered
+
+if TYPE_CHECKING:
+    from fsmcompile.spec.json_schema.combinators import Conjunction
+    from fsmcompile.spec.json_schema.lower import Lowerer
+
+MAX_CODE_POINT = 0x10FFFF
+ANY_CHAR = CharSet(((0, MAX_CODE_POINT),))
+"""Any decoded character (what a searched pattern's `.*` prefix is made of)."""
+
+QUOTE = chars('"')
+BACKSLASH = chars("\\")
+_HEX = chars((48, 57), (65, 70), (97, 102))
+_SHORT_ESCAPES = {0x08: "b", 0x0C: "f", 0x0A: "n", 0x0D: "r", 0x09: "t"}
+_SPECIAL = normalize_ranges([(0, 0x1F), (0x22, 0x22), (0x5C, 0x5C)])
+
+
+def _hex_digit(value: int) -> CharSet:
+    """One hex digit of `value` (0..15), either case."""
+    digit = "0123456789abcdef"[value]
+    return chars(digit, digit.upper())
+
+
+RAW_CHAR = CharSet(
+    normalize_ranges([(0x20, 0x21), (0x23, 0x5B), (0x5D, 0xD7FF), (0xE000, MAX_CODE_POINT)])
+)
+"""Characters JSON allows unescaped in a string."""
+
+_U_NON_SURROGATE = alt(
+    seq(chars((48, 57), "abcABCefEF"), _HEX, _HEX, _HEX),
+    seq(chars("dD"), chars((48, 55)), _HEX, _HEX),
+)
+_U_HIGH = seq(chars("dD"), chars("89abAB"), _HEX, _HEX)
+_U_LOW = seq(chars("dD"), chars("cdefCDEF"), _HEX, _HEX)
+
+STRING_UNIT: Node = alt(
+    RAW_CHAR,
+    seq(BACKSLASH, chars('"\\/bfnrt')),
+    seq(BACKSLASH, chars("u"), _U_NON_SURROGATE),
+    seq(BACKSLASH, chars("u"), _U_HIGH, BACKSLASH, chars("u"), _U_LOW),
+)
+"""One decoded character in any JSON spelling: raw, short escape, `\\uXXXX`, or a pair."""
+
+ANY_STRING: Node = seq(QUOTE, Repeat(STRING_UNIT, 0, None), QUOTE)
+"""Every JSON string."""
+
+
+def _covers_everything(charset: CharSet) -> bool:
+    """Whether `charset` holds every Unicode scalar value (surrogates do not matter)."""
+    need = ((0, 0xD7FF), (0xE000, MAX_CODE_POINT))
+    return all(
+        any(lo <= need_lo and need_hi <= hi for lo, hi in charset.ranges)
+        for need_lo, need_hi in need
+    )
+
+
+def _intersect(a: Sequence[tuple[int, int]], b: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for lo, hi in a:
+        for lo2, hi2 in b:
+            if max(lo, lo2) <= min(hi, hi2):
+                out.append((max(lo, lo2), min(hi, hi2)))
+    return out
+
+
+def _escapes(codes: list[int]) -> list[Node]:
+    """The escaped spellings of the given special characters (controls, `"`, `\\`),
+    grouped so a set of all 32 controls costs a handful of nodes, not 32 branches."""
+    forms: list[Node] = []
+    short = [_SHORT_ESCAPES[c] for c in codes if c in _SHORT_ESCAPES]
+    short += [chr(c) for c in codes if c in (0x22, 0x5C)]
+    if short:
+        forms.append(seq(BACKSLASH, chars(*short)))
+    by_high: dict[int, list[int]] = {}
+    for code in codes:
+        by_high.setdefault(code >> 4, []).append(code & 0xF)
+    for high, lows in sorted(by_high.items()):
+        digits = "".join("0123456789abcdef"[v] for v in lows)
+        forms.append(
+            seq(
+                BACKSLASH,
+                chars("u"),
+                chars("0"),
+                chars("0"),
+                _hex_digit(high),
+                chars(digits, digits.upper()),
+            )
+        )
+    return forms
+
+
+@functools.cache
+def encode_charset(charset: CharSet) -> Node:
+    """The JSON-escaped spellings of one decoded character from `charset`.
+
+    A set of every character gets all spellings (see the module docstring); a narrower
+    one gets the raw character plus required escapes and `\\/`. Cached: equal sets
+    share one node, so the automaton builder sees each spelling once.
+    """
+    if _covers_everything(charset):
+        return STRING_UNIT
+    raw = _intersect(charset.ranges, RAW_CHAR.ranges)
+    forms: list[Node] = []
+    if raw:
+        forms.append(CharSet(normalize_ranges(raw)))
+    specials = [c for lo, hi in _intersect(charset.ranges, _SPECIAL) for c in range(lo, hi + 1)]
+    forms.extend(_escapes(specials))
+    if any(lo <= 0x2F <= hi for lo, hi in charset.ranges):
+        forms.append(seq(BACKSLASH, chars("/")))
+    return alt(*forms) if forms else NOTHING
+
+
+def encode_content(node: Node) -> Node:
+    """Map a language over decoded characters to the language of their JSON spellings.
+
+    The result is the *content* of a string literal, without the quotes. Shared sub-trees
+    stay shared (memoized by identity), so a DAG-shaped input does not blow up.
+
+    Raises:
+        TypeError: a `ByteSet` in the input (string values are text, not bytes).
+    """
+    memo: dict[int, Node] = {}
+    keep: list[Node] = []
+
+    def walk(item: Node) -> Node:
+        key = id(item)
+        if key in memo:
+            return memo[key]
+        result: Node
+        if isinstance(item, CharSet):
+            result = encode_charset(item)
+        elif isinstance(item, Concat):
+            result = Concat(tuple(walk(x) for x in item.items))
+        elif isinstance(item, Alt):
+            result = Alt(tuple(walk(x) for x in item.items))
+        elif isinstance(item, Repeat):
+            result = Repeat(walk(item.item), item.min, item.max)
+        elif isinstance(item, And):
+            result = And(tuple(walk(x) for x in item.items))
+        elif isinstance(item, ByteSet):
+            raise TypeError("string values are made of characters; got a ByteSet")
+        else:  # pragma: no cover - Node is a closed union
+            raise TypeError(f"not an IR node: {item!r}")
+        memo[key] = result
+        keep.append(item)
+        return result
+
+    return walk(node)
+
+
+def literal_content(text: str) -> Node:
+    """The spellings of exactly `text` (raw characters plus required escapes)."""
+    return seq(*(encode_charset(CharSet(((ord(c), ord(c)),))) for c in text)) if text else EMPTY
+
+
+def literal_string(text: str) -> Node:
+    """The JSON string literal of `text`, quotes included."""
+    return seq(QUOTE, literal_content(text), QUOTE)
+
+
+def string_body(
+    *,
+    min_length: int = 0,
+    max_length: int | None = None,
+    contents: Iterable[Node] = (),
+) -> Node:
+    """String content (no quotes) whose decoded value has `min_length..max_length` code
+    points and whose escaped form is in every one of `contents` (from `encode_content`).
+
+    The length bound is a `Repeat` of one spelled character, never unrolled: its cost is
+    left to the automaton builder's state budget.
+    """
+    parts = list(contents)
+    if min_length > 0 or max_length is not None or not parts:
+        parts.append(Repeat(STRING_UNIT, min_length, max_length))
+    return parts[0] if len(parts) == 1 else And(tuple(parts))
+
+
+_Trie = dict[str, "_Trie"]
+
+
+def strings_except(excluded: Iterable[str]) -> Node:
+    """Decoded strings that are not in `excluded` (complement of a finite set).
+
+    Built over the trie of `excluded`: at each node a string either stops (if the node
+    is not a word end), leaves the trie with a character no child has, or follows a
+    child. Size is linear in the total length of `excluded`.
+    """
+    trie: _Trie = {}
+    for word in excluded:
+        node = trie
+        for c in word:
+            node = node.setdefault(c, {})
+        node[""] = {}  # word end
+
+    rest = Repeat(ANY_CHAR, 0, None)
+
+    def build(node: _Trie) -> Node:
+        branches: list[Node] = []
+        if "" not in node:
+            branches.append(EMPTY)
+        children = [c for c in node if c]
+        escape = negate(chars(*children)) if children else ANY_CHAR
+        if escape.ranges:
+            branches.append(seq(escape, rest))
+        for c in sorted(children):
+            branches.append(seq(chars(c), build(node[c])))
+        return alt(*branches) if branches else NOTHING
+
+    return build(trie)
+
+
+def string_content(lw: Lowerer, conj: Conjunction) -> Node:
+    """The escaped content (no quotes) of strings under every `minLength`/`maxLength`/
+    `pattern`/`format` of the conjunction, minus excluded values (`not: {enum}`)."""
+    from fsmcompile.spec.json_schema.unsupported import SPEC_FORMATS_NOT_ENFORCED
+
+    min_length = max((int(v) for _, v in conj.keyword("minLength")), default=0)
+    lengths = [int(v) for _, v in conj.keyword("maxLength")]
+    max_length = min(lengths) if lengths else None
+    if max_length is not None and min_length > max_length:
+        return NOTHING
+    contents: list[Node] = []
+    for part, pattern in conj.keyword("pattern"):
+        content = lw.pattern_content(part, "pattern", pattern)
+        if content is not None:
+            contents.append(content)
+    for part, name in conj.keyword("format"):
+        if not isinstance(name, str):
+            continue
+        node = format_content(name)
+        if node is not None:
+            contents.append(node)
+        elif name in SPEC_FORMATS_NOT_ENFORCED:
+            lw.report(part, "format", f"format {name!r}: {SPEC_FORMATS_NOT_ENFORCED[name]}")
+    excluded = [v for v in conj.excluded_values if isinstance(v, str)]
+    if excluded:
+        contents.append(encode_content(strings_except(excluded)))
+    return string_body(min_length=min_length, max_length=max_length, contents=contents)
+
+
+def lower_string(lw: Lowerer, conj: Conjunction) -> Lowered:
+    """JSON strings satisfying the conjunction's string keywords."""
+    body = string_content(lw, conj)
+    return Lowered(NOTHING if body is NOTHING else seq(QUOTE, body, QUOTE))
+
+
+@functools.cache
+def format_content(name: str) -> Node | None:
+    """The escaped content IR of a known format (cached: formats are shared)."""
+    from fsmcompile.spec.json_schema.formats import format_ir
+
+    node = format_ir(name)
+    return None if node is None else encode_content(node)

@@ -1,0 +1,149 @@
+"""anyOf/oneOf/allOf/not/if, enum/const, dependencies: merged, distributed, negated."""
+
+from __future__ import annotations
+
+import pytest
+
+from fsmcompile.errors import UnsupportedFeatureError
+from fsmcompile.spec.json_schema import JsonOptions, schema_to_ir
+
+
+def test_allof_merges_object_properties_and_bounds(accepts) -> None:
+    check = accepts(
+        {
+            "allOf": [
+                {"type": "object", "properties": {"a": {"type": "integer", "minimum": 0}}},
+                {"properties": {"a": {"maximum": 5}, "b": {"type": "string"}}, "required": ["a"]},
+            ]
+        }
+    )
+    assert check({"a": 3}) and check({"a": 0, "b": "x"})
+    assert not check({"a": 6}) and not check({}) and not check({"a": 1, "b": 2})
+
+
+def test_allof_intersects_string_patterns_and_lengths(accepts) -> None:
+    check = accepts(
+        {"allOf": [{"type": "string", "pattern": "^a"}, {"pattern": "z$"}, {"maxLength": 4}]}
+    )
+    assert check("abz") and not check("abcdz") and not check("bz")
+
+
+def test_anyof_nullable_forms(accepts) -> None:
+    for schema in (
+        {"type": ["integer", "null"]},
+        {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+    ):
+        check = accepts(schema)
+        assert check(1) and check(None) and not check("x")
+
+
+def test_oneof_with_distinct_types_is_exact(accepts) -> None:
+    check = accepts({"oneOf": [{"type": "string"}, {"type": "integer"}]})
+    assert check("a") and check(1) and not check(None)
+
+
+def test_oneof_discriminator_is_accepted(accepts) -> None:
+    cat = {
+        "type": "object",
+        "properties": {"kind": {"const": "cat"}, "meows": {"type": "boolean"}},
+        "required": ["kind"],
+    }
+    dog = {
+        "type": "object",
+        "properties": {"kind": {"const": "dog"}, "barks": {"type": "boolean"}},
+        "required": ["kind"],
+    }
+    check = accepts({"oneOf": [cat, dog]})
+    assert check({"kind": "cat", "meows": True}) and check({"kind": "dog"})
+    assert not check({"kind": "cow"})
+
+
+def test_oneof_overlapping_required_sets_is_exclusive(accepts) -> None:
+    check = accepts({"type": "object", "oneOf": [{"required": ["a"]}, {"required": ["b"]}]})
+    assert check({"a": 1}) and check({"b": 1}) and not check({"a": 1, "b": 2}) and not check({})
+
+
+def test_oneof_overlapping_patterns_is_reported_with_pointer() -> None:
+    schema = {"properties": {"x": {"oneOf": [{"pattern": "a"}, {"pattern": "b"}]}}}
+    with pytest.raises(UnsupportedFeatureError) as info:
+        schema_to_ir(schema, options=JsonOptions())
+    assert ("/properties/x", "oneOf") in info.value.features
+    relaxed = schema_to_ir(schema, options=JsonOptions(strict=False)).relaxed
+    assert [(p, k) for p, k, _ in relaxed] == [("/properties/x", "oneOf")]
+
+
+def test_not_shapes_are_lowered(accepts) -> None:
+    check = accepts({"type": ["string", "integer"], "not": {"enum": ["a", 3]}})
+    assert check("b") and check(4) and not check("a") and not check(3)
+    check = accepts({"not": {"minimum": 3}})
+    assert check(2) and check("x") and not check(3)
+    check = accepts({"type": "object", "not": {"required": ["secret"]}})
+    assert check({"a": 1}) and not check({"secret": 1})
+
+
+def test_if_then_else_with_negatable_condition(accepts) -> None:
+    check = accepts(
+        {
+            "type": "object",
+            "properties": {"c": {"enum": ["x", "y"]}, "n": {"type": "integer"}},
+            "if": {"properties": {"c": {"const": "x"}}},
+            "then": {"required": ["n"]},
+        }
+    )
+    assert check({"c": "x", "n": 1}) and check({"c": "y"}) and not check({"c": "x"})
+
+
+def test_dependent_required(accepts) -> None:
+    check = accepts(
+        {"type": "object", "properties": {"a": {}, "b": {}}, "dependentRequired": {"a": ["b"]}}
+    )
+    assert check({}) and check({"b": 1}) and check({"a": 1, "b": 2}) and not check({"a": 1})
+
+
+def test_enum_const_values_are_validated_against_siblings(accepts) -> None:
+    check = accepts({"enum": [1, "a", None, {"x": [1, 2]}, 7], "not": {"const": 7}})
+    assert check(1) and check(1.0) and check("a") and check(None) and check({"x": [1, 2]})
+    assert not check(7) and not check(2) and not check(True)
+
+
+def test_every_unsupported_keyword_is_listed_at_once() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "tags": {"type": "array", "uniqueItems": True},
+            "n": {"type": "integer", "multipleOf": 3},
+            "s": {"type": "string", "not": {"pattern": "x"}},
+        },
+        "unevaluatedProperties": False,
+    }
+    with pytest.raises(UnsupportedFeatureError) as info:
+        schema_to_ir(schema, options=JsonOptions())
+    assert sorted(info.value.features) == [
+        ("", "unevaluatedProperties"),
+        ("/properties/n", "multipleOf"),
+        ("/properties/s", "not"),
+        ("/properties/tags", "uniqueItems"),
+    ]
+    lenient = schema_to_ir(schema, options=JsonOptions(strict=False))
+    assert len(lenient.relaxed) == 4
+
+
+def test_keyword_for_an_excluded_type_is_not_reported() -> None:
+    schema_to_ir({"type": "string", "uniqueItems": True}, options=JsonOptions())
+
+
+def test_annotations_are_ignored_silently() -> None:
+    lowering = schema_to_ir(
+        {
+            "type": "integer",
+            "title": "t",
+            "description": "d",
+            "default": 3,
+            "examples": [1],
+            "$comment": "c",
+            "deprecated": True,
+            "readOnly": True,
+        },
+        options=JsonOptions(),
+    )
+    assert lowering.relaxed == []

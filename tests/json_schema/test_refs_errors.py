@@ -1,0 +1,148 @@
+"""$ref resolution (pointers, $id, $anchor, remotes, recursion) and schema errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from fsmcompile.errors import SchemaError
+from fsmcompile.spec.json_schema import JsonOptions, schema_to_ir
+
+
+def test_ref_to_defs_and_definitions(accepts) -> None:
+    check = accepts(
+        {
+            "$defs": {"pos": {"type": "integer", "minimum": 1}},
+            "definitions": {"name": {"type": "string"}},
+            "type": "object",
+            "properties": {"n": {"$ref": "#/$defs/pos"}, "s": {"$ref": "#/definitions/name"}},
+            "additionalProperties": False,
+        }
+    )
+    assert check({"n": 1, "s": "x"}) and not check({"n": 0}) and not check({"s": 1})
+
+
+def test_ref_by_id_and_anchor(accepts) -> None:
+    check = accepts(
+        {
+            "$id": "http://example.com/root.json",
+            "type": "array",
+            "items": [{"$ref": "item.json"}, {"$ref": "#flag"}],
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "definitions": {
+                "item": {"$id": "item.json", "type": "integer"},
+                "flag": {"$id": "#flag", "type": "boolean"},
+            },
+        }
+    )
+    assert check([1, True]) and not check([True, 1])
+
+
+def test_ref_to_remote_schema() -> None:
+    remote = {"http://example.com/schemas/int.json": {"type": "integer", "maximum": 3}}
+    lowering = schema_to_ir(
+        {"$ref": "http://example.com/schemas/int.json"},
+        options=JsonOptions(remote_schemas=remote),
+    )
+    from .conftest import dfa_of
+
+    dfa = dfa_of(lowering.node)
+    assert dfa.matches(b"3") and not dfa.matches(b"4")
+
+
+def test_recursive_ref_is_expanded_to_the_depth_limit(accepts) -> None:
+    tree = {
+        "type": "object",
+        "properties": {"v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#"}}},
+        "required": ["v"],
+        "additionalProperties": False,
+    }
+    check = accepts(tree, max_recursion_depth=2)
+    assert check({"v": 1, "kids": [{"v": 2, "kids": [{"v": 3}]}]})
+    assert not check({"v": 1, "kids": [{"v": 2, "kids": [{"v": 3, "kids": [{"v": 4}]}]}]})
+    lowering = schema_to_ir(tree, options=JsonOptions(max_recursion_depth=2))
+    assert lowering.depth_limited == [""]
+
+
+def test_pure_ref_cycle_does_not_hang() -> None:
+    schema = {
+        "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}},
+        "$ref": "#/$defs/a",
+    }
+    schema_to_ir(schema, options=JsonOptions())
+
+
+def test_unresolvable_ref_is_a_schema_error_with_pointer() -> None:
+    with pytest.raises(SchemaError, match="cannot resolve \\$ref") as info:
+        schema_to_ir({"properties": {"a": {"$ref": "#/$defs/missing"}}}, options=JsonOptions())
+    assert info.value.pointer == "/properties/a" and info.value.keyword == "$ref"
+    with pytest.raises(SchemaError, match="remote_schemas"):
+        schema_to_ir({"$ref": "http://example.com/elsewhere.json"}, options=JsonOptions())
+
+
+@pytest.mark.parametrize(
+    "schema, fragment, pointer, keyword",
+    [
+        (
+            {"minLength": 5, "maxLength": 3},
+            "minLength 5 is greater than maxLength 3",
+            "/minLength",
+            "minLength",
+        ),
+        (
+            {"properties": {"a": {"minItems": 4, "maxItems": 1}}},
+            "minItems",
+            "/properties/a/minItems",
+            "minItems",
+        ),
+        ({"minimum": 5, "exclusiveMaximum": 5}, "no number fits", "/minimum", "minimum"),
+        (
+            {"minProperties": 3, "maxProperties": 2},
+            "minProperties",
+            "/minProperties",
+            "minProperties",
+        ),
+        ({"type": "strin"}, "type must be one of", "/type", "type"),
+        ({"minLength": -1}, "non-negative integer", "/minLength", "minLength"),
+        (
+            {"properties": {"a": 3}},
+            "properties must map names to schemas",
+            "/properties",
+            "properties",
+        ),
+        ({"pattern": "("}, "invalid regex", "/pattern", "pattern"),
+    ],
+)
+def test_malformed_or_contradictory_schema_errors(schema, fragment, pointer, keyword) -> None:
+    with pytest.raises(SchemaError, match=fragment) as info:
+        schema_to_ir(schema, options=JsonOptions())
+    assert info.value.pointer == pointer
+    assert info.value.keyword == keyword
+
+
+def test_malformed_json_text_names_line_and_column() -> None:
+    with pytest.raises(SchemaError, match="line 2, column 3") as info:
+        schema_to_ir('{"type":\n  integer}', options=JsonOptions())
+    assert info.value.pointer == ""
+
+
+def test_json_text_schema_is_parsed() -> None:
+    schema_to_ir('{"type": "integer"}', options=JsonOptions())
+
+
+@pytest.mark.parametrize("schema", [[1, 2], 3, None])
+def test_not_a_schema_is_an_error(schema) -> None:
+    with pytest.raises(SchemaError, match="must be a JSON object or a boolean"):
+        schema_to_ir(schema, options=JsonOptions())
+
+
+@pytest.mark.parametrize(
+    "schema", [False, {"not": {}}, {"allOf": [{"type": "string"}, {"type": "integer"}]}]
+)
+def test_empty_language_is_an_error(schema) -> None:
+    with pytest.raises(SchemaError, match="accepts no JSON value"):
+        schema_to_ir(schema, options=JsonOptions())
+
+
+def test_options_are_validated() -> None:
+    with pytest.raises(SchemaError, match="whitespace"):
+        JsonOptions(whitespace="pretty")  # type: ignore[arg-type]
