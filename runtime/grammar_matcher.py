@@ -18,7 +18,7 @@ from fsmcompile.index.bits import unpack_row
 from fsmcompile.types import TokenId
 
 from .grammar_tables import Config, GrammarTables, grammar_tables_for
-from .matcher import _bitmask_view, _fill_device_row
+from .matcher import _bitmask_view, _fill_device_row, write_host_row
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -170,20 +170,7 @@ class GrammarMatcher:
         if not isinstance(view, np.ndarray):
             _fill_device_row(view, row, src)
             return
-        if view.ndim == 1:
-            if row != 0:
-                raise ValueError(f"row {row} out of range for a 1-D bitmask: expected 0")
-            dst = view
-        else:
-            if not 0 <= row < view.shape[0]:
-                raise ValueError(f"row {row} out of range: expected 0..{view.shape[0] - 1}")
-            dst = view[row]
-        width = self._tables.num_words
-        if dst.shape[0] == width:
-            np.copyto(dst, src)
-        else:
-            np.copyto(dst[:width], src)
-            dst[width:] = 0
+        write_host_row(view, row, src)
 
     def allowed_token_ids(self) -> npt.NDArray[np.int64]:
         """Sorted ids allowed at the next step (EOS included where complete). O(V)."""

@@ -435,20 +435,7 @@ class Matcher:
             self._out = out
         view = self._out_view
         if isinstance(view, np.ndarray):
-            if view.ndim == 1:
-                if row != 0:
-                    raise ValueError(f"row {row} out of range for a 1-D bitmask: expected 0")
-                dst = view
-            else:
-                if not 0 <= row < view.shape[0]:
-                    raise ValueError(f"row {row} out of range: expected 0..{view.shape[0] - 1}")
-                dst = view[row]
-            width = self._tables.num_words
-            if dst.shape[0] == width:
-                np.copyto(dst, src)
-            else:
-                np.copyto(dst[:width], src)
-                dst[width:] = 0
+            write_host_row(view, row, src)
             return
         _fill_device_row(view, row, src)
 
@@ -511,6 +498,27 @@ def matcher_for(index: Any) -> TokenMatcher:
     from .grammar_matcher import GrammarMatcher
 
     return GrammarMatcher(index)
+
+
+def write_host_row(view: npt.NDArray[np.int32], row: int, src: npt.NDArray[np.int32]) -> None:
+    """Copy the packed row `src` into row `row` of a host bitmask int32[W'] or [B, W'].
+
+    Words past `src` (a bitmask wider than the vocabulary) are zeroed: never allowed.
+    """
+    if view.ndim == 1:
+        if row != 0:
+            raise ValueError(f"row {row} out of range for a 1-D bitmask: expected 0")
+        dst = view
+    else:
+        if not 0 <= row < view.shape[0]:
+            raise ValueError(f"row {row} out of range: expected 0..{view.shape[0] - 1}")
+        dst = view[row]
+    width = src.shape[0]
+    if dst.shape[0] == width:
+        np.copyto(dst, src)
+    else:
+        np.copyto(dst[:width], src)
+        dst[width:] = 0
 
 
 def _bitmask_view(out: Any, num_words: int) -> Any:
