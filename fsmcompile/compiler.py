@@ -85,8 +85,10 @@ def index_cache_key(
     )
 
 
-def lower_spec(kind: Kind, spec: Any, options: Mapping[str, Any]) -> Node:
-    """The IR of a regex or JSON Schema spec."""
+def lower_spec(
+    kind: Kind, spec: Any, options: Mapping[str, Any], *, deadline: float | None = None
+) -> Node:
+    """The IR of a regex or JSON Schema spec (lowering a big schema counts on the budget)."""
     if kind == "regex":
         from fsmcompile.spec.regex import parse_regex
 
@@ -94,7 +96,7 @@ def lower_spec(kind: Kind, spec: Any, options: Mapping[str, Any]) -> Node:
     if kind == "json":
         from fsmcompile.spec.json_schema import JsonOptions, schema_to_ir
 
-        return schema_to_ir(spec, options=JsonOptions(**options)).node
+        return schema_to_ir(spec, options=JsonOptions(**options), deadline=deadline).node
     raise SpecError(f"unknown spec kind {kind!r}; expected 'regex', 'json' or 'lark'")
 
 
@@ -104,7 +106,8 @@ def build_automaton(
     """Spec → minimized byte DFA under the budgets."""
     from fsmcompile.automaton import build_dfa
 
-    return build_dfa(lower_spec(kind, spec, options), max_states=max_states, deadline=deadline)
+    node = lower_spec(kind, spec, options, deadline=deadline)
+    return build_dfa(node, max_states=max_states, deadline=deadline)
 
 
 def _compile_uncached(
