@@ -146,6 +146,20 @@ class GrammarTables:
             self._stack_depth.append(self._stack_depth[stack] + 1)
         return found
 
+    def _reduce(self, sid: int, rule: int, floor: int) -> tuple[int, int]:
+        """One LALR reduction on stack `sid`: pop the rule's symbols, then goto its lhs.
+
+        Returns (the new stack, or -1 when the goto is missing; the shallowest depth read).
+        """
+        parent, depth = self._stack_parent, self._stack_depth
+        for _ in range(self._rule_len[rule]):
+            sid = parent[sid]
+        floor = min(floor, depth[sid])
+        target = self._goto[self._stack_state[sid]][self._rule_lhs[rule]]
+        if target < 0:
+            return -1, floor
+        return self._push(sid, target), floor
+
     def feed(self, stack: int, terminal: int) -> tuple[int, int]:
         """The stack after lark's parser takes `terminal` (reductions, then the shift).
 
@@ -156,9 +170,9 @@ class GrammarTables:
         hit = self._feed.get(key)
         if hit is not None:
             return hit
-        parent, states, depth = self._stack_parent, self._stack_state, self._stack_depth
+        states = self._stack_state
         sid = stack
-        floor = depth[stack]
+        floor = self._stack_depth[stack]
         result = -1
         while True:
             act = self._action[states[sid]].get(terminal, 0)
@@ -167,15 +181,9 @@ class GrammarTables:
             if act > 0:
                 result = self._push(sid, act - 1)
                 break
-            rule = -act - 1
-            for _ in range(self._rule_len[rule]):
-                sid = parent[sid]
-            if depth[sid] < floor:
-                floor = depth[sid]
-            target = self._goto[states[sid]][self._rule_lhs[rule]]
-            if target < 0:
+            sid, floor = self._reduce(sid, -act - 1, floor)
+            if sid < 0:
                 break
-            sid = self._push(sid, target)
         self._feed[key] = (result, floor)
         return result, floor
 
@@ -184,24 +192,18 @@ class GrammarTables:
         hit = self._end_ok.get(stack)
         if hit is not None:
             return hit
-        parent, states, depth = self._stack_parent, self._stack_state, self._stack_depth
+        states = self._stack_state
         sid = stack
-        floor = depth[stack]
+        floor = self._stack_depth[stack]
         ok = False
         while True:
             act = self._action[states[sid]].get(self._end, 0)
             if act >= 0:  # error, or a shift of $END (lark never builds one)
                 break
-            rule = -act - 1
-            for _ in range(self._rule_len[rule]):
-                sid = parent[sid]
-            if depth[sid] < floor:
-                floor = depth[sid]
-            target = self._goto[states[sid]][self._rule_lhs[rule]]
-            if target < 0:
+            sid, floor = self._reduce(sid, -act - 1, floor)
+            if sid < 0:
                 break
-            sid = self._push(sid, target)
-            if target == self._end_state:
+            if states[sid] == self._end_state:
                 ok = True
                 break
         self._end_ok[stack] = (ok, floor)
