@@ -18,10 +18,10 @@ from fsmcompile.automaton.canonical import canonical_dfa
 from fsmcompile.automaton.compose import concat, intersection, repeat, union
 from fsmcompile.automaton.dfa import ByteDFA
 from fsmcompile.automaton.fragment import Fragment
-from fsmcompile.automaton.ir import Alt, And, ByteSet, CharSet, Concat, Node, Repeat
+from fsmcompile.automaton.ir import Alt, And, ByteSet, CharSet, Concat, Node, Ref, Repeat
 from fsmcompile.automaton.leaves import ByteClasses, byteset_fragment, charset_fragment, classes_for
 from fsmcompile.automaton.minimize import equivalence_classes, minimized, quotient
-from fsmcompile.errors import SpecError
+from fsmcompile.errors import SpecError, UnsupportedFeatureError
 
 logger = logging.getLogger(__name__)
 
@@ -112,6 +112,11 @@ class _Builder:
             if node.min < 0 or (node.max is not None and node.max < node.min):
                 raise SpecError(f"invalid repetition {{{node.min},{node.max}}}")
             result = repeat(self.build(node.item), node.min, node.max, self.budget)
+        elif isinstance(node, Ref):
+            raise UnsupportedFeatureError(
+                f"rule reference {node.name!r} is context-free; a byte automaton cannot "
+                "follow it (compile it as a grammar)"
+            )
         else:
             raise TypeError(f"not an IR node: {type(node).__name__}")
         self.memo[id(node)] = (node, result)

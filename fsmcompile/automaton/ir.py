@@ -8,7 +8,7 @@ UTF-8 byte sequences. Nodes are immutable and hashable so builders can memoize t
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 MAX_CODE_POINT = 0x10FFFF
@@ -64,12 +64,40 @@ class And:
     items: tuple[Node, ...]
 
 
-Node = CharSet | ByteSet | Concat | Alt | Repeat | And
+@dataclass(frozen=True, slots=True)
+class Ref:
+    """The language of rule `name` (a context-free reference).
+
+    Only front ends that produce grammars use it (a recursive JSON Schema, any-JSON
+    values); `fsmcompile.spec.lark.from_rules` turns rules holding refs into a grammar.
+    The automaton builder refuses it: a byte DFA cannot follow a recursive reference.
+    """
+
+    name: str
+
+
+Node = CharSet | ByteSet | Concat | Alt | Repeat | And | Ref
 
 EMPTY: Node = Concat(())
 """Matches only the empty string."""
 NOTHING: Node = Alt(())
 """Matches no string at all."""
+
+
+def nodes(root: Node) -> Iterator[Node]:
+    """Every distinct node under `root` (by identity, so shared sub-trees once)."""
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        yield node
+        if isinstance(node, Repeat):
+            stack.append(node.item)
+        elif isinstance(node, (Concat, Alt, And)):
+            stack.extend(node.items)
 
 
 def normalize_ranges(ranges: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
