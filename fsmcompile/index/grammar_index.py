@@ -73,7 +73,8 @@ class GrammarIndex:
             outcomes are not in the groups: they are the next context's start-state
             outcomes after the terminal, which the runtime composes.
         kill_masks: int32[K, ceil(V/32)].
-        vocabulary, kind ('lark'), spec_hash: as for TokenIndex.
+        vocabulary, kind ('lark', or 'json' for a schema compiled as a grammar), spec_hash:
+            as for TokenIndex.
     """
 
     lexer: LexerAutomaton
@@ -140,6 +141,7 @@ def build_grammar_index(
     spec_hash: str,
     max_states: int,
     deadline: float | None = None,
+    kind: str = "lark",
 ) -> GrammarIndex:
     """Build the lexer automaton and every origin's token groups.
 
@@ -149,6 +151,8 @@ def build_grammar_index(
         spec_hash: stored in the index, keys its cache entry.
         max_states: the largest lexer automaton (and lexer NFA) allowed.
         deadline: `time.monotonic()` value past which the build stops.
+        kind: the spec kind the index is stored as ('lark', or 'json' for a schema
+            that needed a grammar).
 
     Raises:
         BudgetExceededError: the lexer passes `max_states` or the compile its deadline.
@@ -161,7 +165,7 @@ def build_grammar_index(
     contexts_after = next_contexts(grammar.table, num_terminals)
     lexed = time.perf_counter()
 
-    shapes = lexer_shapes(lexer)
+    shapes = lexer_shapes(lexer, deadline)
     sequences = SequenceTable()
     records = walk_grammar_tokens(
         shapes, vocab.trie, contexts_after, ignored.tolist(), sequences, ConstraintTable(), deadline
@@ -201,7 +205,7 @@ def build_grammar_index(
         state_kill=state_kill,
         kill_masks=kill_masks,
         vocabulary=vocab,
-        kind="lark",
+        kind=kind,
         spec_hash=spec_hash,
     )
 

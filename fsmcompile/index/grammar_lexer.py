@@ -23,12 +23,23 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from fsmcompile.automaton.ir import Alt, And, ByteSet, CharSet, Concat, Node, Repeat
+from fsmcompile.automaton.dfa import ByteDFA
+from fsmcompile.automaton.ir import (
+    Alt,
+    And,
+    ByteSet,
+    CharSet,
+    Concat,
+    Node,
+    Repeat,
+    normalize_ranges,
+)
 from fsmcompile.automaton.utf8 import utf8_sequences
 from fsmcompile.errors import BudgetExceededError, UnsupportedFeatureError
 from fsmcompile.spec.lark.grammar import LarkGrammar
 
 _BYTE, _SPLIT, _MATCH = 0, 1, 2
+NFA_STATES_PER_STATE = 8
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -72,7 +83,7 @@ class _Nfa:
     ) -> int:
         if len(self.kind) >= self.max_states:
             raise BudgetExceededError(
-                f"the lexer NFA needs more than max_states={self.max_states} states; "
+                f"the lexer NFA needs more than {self.max_states} states; "
                 "raise max_states or bound the terminals' repetition counts",
                 limit="max_states",
                 value=self.max_states,
@@ -111,6 +122,35 @@ class _Nfa:
                 "intersections have no match preference in lark terminals"
             )
         raise TypeError(f"not an IR node: {node!r}")
+
+    def embed(self, dfa: ByteDFA, nxt: int) -> int:
+        """States for the language of `dfa` (without the empty string) followed by `nxt`.
+
+        A deterministic automaton has one thread, so the only preference is where to
+        stop: every accepting state prefers reading on over `nxt`, which is longest match.
+        """
+        trans = dfa.transitions
+        class_ranges: list[list[tuple[int, int]]] = [[] for _ in range(dfa.num_classes)]
+        for byte, c in enumerate(dfa.class_of_byte.tolist()):
+            spans = class_ranges[c]
+            if spans and spans[-1][1] == byte - 1:
+                spans[-1] = (spans[-1][0], byte)
+            else:
+                spans.append((byte, byte))
+        heads = [self.add(_SPLIT) for _ in range(dfa.num_states)]
+        moves: list[list[int]] = []
+        for s in range(dfa.num_states):
+            by_target: dict[int, list[tuple[int, int]]] = {}
+            for c, t in enumerate(trans[s].tolist()):
+                if t >= 0:
+                    by_target.setdefault(t, []).extend(class_ranges[c])
+            outs = [
+                self.add(_BYTE, normalize_ranges(spans), [heads[t]])
+                for t, spans in by_target.items()
+            ]
+            moves.append(outs)
+            self.out[heads[s]] = outs + ([nxt] if dfa.accepting[s] else [])
+        return self.add(_SPLIT, out=list(moves[0]))
 
     def _sequence(self, seq: tuple[tuple[int, int], ...], nxt: int) -> int:
         for lo, hi in reversed(seq):
@@ -163,12 +203,16 @@ def _byte_classes(nfa: _Nfa) -> tuple[npt.NDArray[np.int32], list[int]]:
 
 
 def _moore_minimize(
-    trans: npt.NDArray[np.int32], output: npt.NDArray[np.int64]
+    trans: npt.NDArray[np.int32], output: npt.NDArray[np.int64], deadline: float | None = None
 ) -> npt.NDArray[np.int64]:
     """Block id of each state: states with equal outputs along every path share a block."""
     _, block = np.unique(output, return_inverse=True)
     block = block.reshape(-1).astype(np.int64)
     while True:
+        if deadline is not None and time.monotonic() > deadline:
+            raise BudgetExceededError(
+                "compile timed out while minimizing the lexer", limit="timeout_s", value=0.0
+            )
         nxt = np.where(trans >= 0, block[np.maximum(trans, 0)], -1)
         sig = np.concatenate([block[:, None], nxt], axis=1)
         _, new_block = np.unique(sig, axis=0, return_inverse=True)
@@ -190,13 +234,18 @@ def build_lexer_automaton(
         BudgetExceededError: more than `max_states` states, or `deadline` passed.
         UnsupportedFeatureError: a terminal whose IR has no match preference.
     """
-    nfa = _Nfa(max_states, deadline)
+    # NFA states are cheap next to DFA states (an embedded terminal automaton takes one
+    # per state and target), so the NFA gets a larger share of the budget.
+    nfa = _Nfa(NFA_STATES_PER_STATE * max_states, deadline)
     match_of_terminal: list[int] = []
     term_entry: list[int] = []
     for t, term in enumerate(grammar.terminals):
         nfa.building = t
         match_of_terminal.append(nfa.add(_MATCH, out=[t]))
-        term_entry.append(nfa.build(term.node, match_of_terminal[t]))
+        if term.dfa is not None:
+            term_entry.append(nfa.embed(term.dfa, match_of_terminal[t]))
+        else:
+            term_entry.append(nfa.build(term.node, match_of_terminal[t]))
     class_of_byte, class_byte = _byte_classes(nfa)
     num_classes = len(class_byte)
     step: list[list[int] | None] = [
@@ -314,6 +363,7 @@ def build_lexer_automaton(
         np.array(labels, dtype=np.int32),
         np.array(starts, dtype=np.int32),
         np.array(restart, dtype=np.int32),
+        deadline,
     )
 
 
@@ -323,6 +373,7 @@ def _finish(
     label: npt.NDArray[np.int32],
     starts: npt.NDArray[np.int32],
     restart: npt.NDArray[np.int32],
+    deadline: float | None,
 ) -> LexerAutomaton:
     """Trim states that can never be cut into a lexeme, then merge equal futures."""
     live = label >= 0
@@ -336,7 +387,7 @@ def _finish(
     output = (label.astype(np.int64) + 1) * 65536 + (restart.astype(np.int64) + 1)
     # Dead states all share one block, so mark them by an output no live state has.
     output = np.where(live, output, -1)
-    block = _moore_minimize(trans, output)
+    block = _moore_minimize(trans, output, deadline)
     # Renumber blocks: live blocks first, in order of first state.
     order = np.argsort(np.where(live, 0, 1), kind="stable")
     new_id = np.full(int(block.max()) + 1, -1, dtype=np.int64)
@@ -392,10 +443,10 @@ class LexerShapes:
         return int(self.transitions.shape[0])
 
 
-def lexer_shapes(lexer: LexerAutomaton) -> LexerShapes:
+def lexer_shapes(lexer: LexerAutomaton, deadline: float | None = None) -> LexerShapes:
     """Merge lexer states whose labels agree along every path (ignore tags dropped)."""
     trans = lexer.transitions
-    block = _moore_minimize(trans, lexer.label.astype(np.int64))
+    block = _moore_minimize(trans, lexer.label.astype(np.int64), deadline)
     _, first, shape = np.unique(block, return_index=True, return_inverse=True)
     shape = shape.reshape(-1)
     reps = first

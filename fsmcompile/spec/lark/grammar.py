@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from fsmcompile.automaton.dfa import ByteDFA
 from fsmcompile.automaton.ir import Node
 
 TerminalId = int
@@ -52,12 +53,16 @@ class Terminal:
         node: the IR of `pattern`, with Python's alternation order kept (lark's scanner
             takes the first alternative that matches, not the longest).
         ignored: listed in `%ignore`; matched between any two tokens, never parsed.
+        dfa: set for terminals of generated grammars (`from_rules.py`): the terminal
+            matches this automaton's language, longest match first, instead of following
+            `node` with Python's alternation preference.
     """
 
     name: str
     pattern: str
     node: Node
     ignored: bool
+    dfa: ByteDFA | None = None
 
 
 @dataclass(frozen=True, slots=True)

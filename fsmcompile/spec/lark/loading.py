@@ -15,6 +15,8 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from fsmcompile.automaton.dfa import ByteDFA
+from fsmcompile.automaton.ir import Node
 from fsmcompile.errors import GrammarError, SpecError, UnsupportedFeatureError
 from fsmcompile.spec.lark.grammar import LarkGrammar, Terminal
 from fsmcompile.spec.lark.tables import extract_tables
@@ -188,13 +190,20 @@ def _terminal_error(exc: SpecError, terminal: Any, text: str) -> SpecError:
     return GrammarError(str(exc), line, column)
 
 
-def load_lark_grammar(text: str, options: Mapping[str, Any] | None = None) -> LarkGrammar:
+def load_lark_grammar(
+    text: str,
+    options: Mapping[str, Any] | None = None,
+    *,
+    generated: Mapping[str, tuple[Node, ByteDFA]] | None = None,
+) -> LarkGrammar:
     """Analyse a Lark grammar the way `Lark(text, parser="lalr")` does.
 
     Args:
         text: the grammar source.
         options: `start` (the start rule, default "start") and `strict` (lark's strict
             mode: shift/reduce conflicts and terminal collisions become errors).
+        generated: for grammars written by `from_rules.py`: terminal name → (IR, DFA)
+            replacing the placeholder pattern in `text` (longest-match terminals).
 
     Raises:
         GrammarError: syntax errors, undefined or duplicate names, LALR conflicts, bad
@@ -230,6 +239,10 @@ def load_lark_grammar(text: str, options: Mapping[str, Any] | None = None) -> La
     terminals = []
     for definition in sorted(defined.values(), key=lambda d: d.name):
         pattern = definition.pattern.to_regexp()
+        if generated is not None and definition.name in generated:
+            node, dfa = generated[definition.name]
+            terminals.append(Terminal(definition.name, pattern, node, ignored=False, dfa=dfa))
+            continue
         try:
             node = terminal_to_ir(definition.name, pattern)
         except SpecError as exc:

@@ -1,0 +1,480 @@
+"""Rules of regex IR with `Ref`s → a `LarkGrammar` whose terminals match by longest match.
+
+JSON Schema lowers recursive schemas and free-form (`{}`) values to rules: regex IR in
+which `Ref(name)` stands for another rule's language. Everything between two refs is
+regular, so each maximal ref-free piece becomes one terminal (the ref-free alternatives
+of an `Alt` are joined into one) and the refs become the grammar's structure. lark
+builds the LALR table and the lexer contexts over placeholder patterns; each terminal
+then gets its real automaton, matched longest first: a JSON number or string cannot run
+on into the lexeme after it, so longest match is the lexing JSON needs.
+
+That lexing is exact only when the lexer's choice is forced: in each lexer context no
+terminal's string may equal or be a prefix of another terminal's string. Grammars that
+break this (overlapping `anyOf` branches around a recursive part) are refused with
+`UnsupportedFeatureError` naming a text both could start with; so are LALR conflicts.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from functools import partial
+
+import numpy as np
+
+from fsmcompile.automaton.dfa import ByteDFA
+from fsmcompile.automaton.ir import Alt, And, Concat, Node, Ref, Repeat
+from fsmcompile.errors import GrammarError, SpecError, UnsupportedFeatureError
+from fsmcompile.spec.lark.grammar import LarkGrammar
+
+__all__ = ["grammar_from_rules"]
+
+logger = logging.getLogger(__name__)
+
+START = "start"
+
+
+@dataclass(frozen=True, slots=True)
+class _Sym:
+    """A terminal (by name) or a rule (by its name in `rules`)."""
+
+    name: str
+    terminal: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Seq:
+    items: tuple[_Tree, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Choice:
+    items: tuple[_Tree, ...]
+    nullable: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Rep:
+    item: _Tree
+    min: int
+    max: int | None
+
+
+_Tree = _Sym | _Seq | _Choice | _Rep
+_EMPTY = _Seq(())
+
+
+class _Writer:
+    """Rules → EBNF trees over terminals (their automata collected) → lark text.
+
+    A rule used where different terminals may follow it is written once per follow set.
+    lark's LALR table merges the lookaheads of a shared rule's states, and the contextual
+    lexer would then try, after the rule, every terminal any use allows (a `,` that
+    separates array items next to a `,"key":` of some object); one copy per follow set
+    keeps each lexer context to the terminals that can really come next.
+    """
+
+    def __init__(self, rules: Mapping[str, Node], max_states: int, deadline: float | None) -> None:
+        self.max_states = max_states
+        self.deadline = deadline
+        self.terminal_of: dict[Node, tuple[str | None, bool]] = {}
+        self.by_signature: dict[bytes, str] = {}
+        self.generated: dict[str, tuple[Node, ByteDFA]] = {}
+        self._has_ref: dict[int, bool] = {}
+        self.shared = self._shared_nodes(rules)
+        self.trees: dict[str, _Tree] = {}
+        for name, body in rules.items():
+            tree = self.tree(body, top=True)
+            if tree is None:
+                raise SpecError(f"rule {name!r} matches nothing")
+            self.trees[name] = tree
+        self.first, self.nullable = self._first_sets()
+        self.instances: dict[tuple[str, frozenset[str]], str] = {}
+        self.pending: list[tuple[str, str, frozenset[str]]] = []
+        self.helpers = 0
+
+    # -- IR → trees ----------------------------------------------------------------
+
+    def has_ref(self, node: Node) -> bool:
+        found = self._has_ref.get(id(node))
+        if found is None:
+            if isinstance(node, Ref):
+                found = True
+            elif isinstance(node, Repeat):
+                found = self.has_ref(node.item)
+            elif isinstance(node, (Concat, Alt, And)):
+                found = any(self.has_ref(item) for item in node.items)
+            else:
+                found = False
+            self._has_ref[id(node)] = found
+        return found
+
+    def terminal(self, node: Node) -> tuple[str | None, bool]:
+        """(terminal name, or None when only the empty string is left; nullable) for a
+        ref-free node; (None, False) when it matches nothing."""
+        found = self.terminal_of.get(node)
+        if found is not None:
+            return found
+        from fsmcompile.automaton import build_dfa
+
+        try:
+            dfa = build_dfa(node, max_states=self.max_states, deadline=self.deadline)
+        except UnsupportedFeatureError:
+            raise
+        except SpecError:  # the empty language
+            found = (None, False)
+        else:
+            nullable = bool(dfa.accepting[0])
+            if not (dfa.transitions[0] >= 0).any():
+                found = (None, nullable)
+            else:
+                signature = b"".join(
+                    a.tobytes() for a in (dfa.transitions, dfa.accepting, dfa.class_of_byte)
+                )
+                name = self.by_signature.get(signature)
+                if name is None:
+                    name = f"T{len(self.by_signature)}"
+                    self.by_signature[signature] = name
+                    self.generated[name] = (node, dfa)
+                found = (name, nullable)
+        self.terminal_of[node] = found
+        return found
+
+    def _shared_nodes(self, rules: Mapping[str, Node]) -> dict[int, str]:
+        """Nodes holding refs that more than one place uses: each becomes a rule of its
+        own, since writing a shared DAG out as a tree can grow exponentially."""
+        uses: dict[int, int] = {}
+        stack = list(rules.values())
+        while stack:
+            node = stack.pop()
+            children: tuple[Node, ...] = ()
+            if isinstance(node, Repeat):
+                children = (node.item,)
+            elif isinstance(node, (Concat, Alt, And)):
+                children = node.items
+            for child in children:
+                if not self.has_ref(child) or isinstance(child, Ref):
+                    continue
+                uses[id(child)] = uses.get(id(child), 0) + 1
+                if uses[id(child)] == 1:
+                    stack.append(child)
+        return {key: f"_shared{i}" for i, key in enumerate(k for k, n in uses.items() if n > 1)}
+
+    def tree(self, node: Node, *, top: bool = False) -> _Tree | None:
+        """The EBNF tree of `node`: None when it matches nothing."""
+        shared = None if top else self.shared.get(id(node))
+        if shared is not None:
+            if shared not in self.trees:
+                tree = self.tree(node, top=True)
+                if tree is None:
+                    return None
+                self.trees[shared] = tree
+            return _Sym(shared, terminal=False)
+        if not self.has_ref(node):
+            name, nullable = self.terminal(node)
+            if name is None:
+                return _EMPTY if nullable else None
+            sym = _Sym(name, terminal=True)
+            return _Choice((sym,), nullable=True) if nullable else sym
+        if isinstance(node, Ref):
+            return _Sym(node.name, terminal=False)
+        if isinstance(node, Concat):
+            return self._concat(node)
+        if isinstance(node, Alt):
+            plain = [item for item in node.items if not self.has_ref(item)]
+            pieces = [self.tree(Alt(tuple(plain)) if len(plain) > 1 else plain[0])] if plain else []
+            pieces += [self.tree(item) for item in node.items if self.has_ref(item)]
+            live = [p for p in pieces if p is not None]
+            if not live:
+                return None
+            options = tuple(p for p in live if p != _EMPTY)
+            if len(options) == 1 and len(live) == 1:
+                return options[0]
+            return _Choice(options, nullable=len(options) < len(live)) if options else _EMPTY
+        if isinstance(node, Repeat):
+            item = self.tree(node.item)
+            if item is None:
+                return _EMPTY if node.min == 0 else None
+            return _EMPTY if item == _EMPTY else _Rep(item, node.min, node.max)
+        raise UnsupportedFeatureError(
+            "an intersection (allOf of differently shaped parts, counted object members, "
+            "patterns over keys) that contains a recursive or free-form value cannot be "
+            "written as a grammar"
+        )
+
+    def _concat(self, node: Concat) -> _Tree | None:
+        parts: list[_Tree] = []
+        plain: list[Node] = []
+        for item in [*node.items, None]:
+            if item is not None and not self.has_ref(item):
+                plain.append(item)
+                continue
+            if plain:
+                piece = self.tree(Concat(tuple(plain)) if len(plain) > 1 else plain[0])
+                plain.clear()
+                if piece is None:
+                    return None
+                parts.append(piece)
+            if item is not None:
+                piece = self.tree(item)
+                if piece is None:
+                    return None
+                parts.append(piece)
+        parts = [p for p in parts if p != _EMPTY]
+        return parts[0] if len(parts) == 1 else _Seq(tuple(parts))
+
+    # -- FIRST sets --------------------------------------------------------------------
+
+    def _first_sets(self) -> tuple[dict[str, frozenset[str]], dict[str, bool]]:
+        first: dict[str, frozenset[str]] = dict.fromkeys(self.trees, frozenset())
+        nullable: dict[str, bool] = dict.fromkeys(self.trees, False)
+        changed = True
+        while changed:
+            changed = False
+            for name, tree in self.trees.items():
+                f, n = self._first(tree, first, nullable)
+                if f != first[name] or n != nullable[name]:
+                    first[name], nullable[name] = f, n
+                    changed = True
+        return first, nullable
+
+    def _first(
+        self, tree: _Tree, first: dict[str, frozenset[str]], nullable: dict[str, bool]
+    ) -> tuple[frozenset[str], bool]:
+        """(terminals a text of `tree` can start with, whether it can be empty)."""
+        if isinstance(tree, _Sym):
+            if tree.terminal:
+                return frozenset((tree.name,)), False
+            return first[tree.name], nullable[tree.name]
+        if isinstance(tree, _Seq):
+            out: set[str] = set()
+            for item in tree.items:
+                f, n = self._first(item, first, nullable)
+                out |= f
+                if not n:
+                    return frozenset(out), False
+            return frozenset(out), True
+        if isinstance(tree, _Choice):
+            out = set()
+            empty = tree.nullable
+            for item in tree.items:
+                f, n = self._first(item, first, nullable)
+                out |= f
+                empty = empty or n
+            return frozenset(out), empty
+        f, n = self._first(tree.item, first, nullable)
+        return f, n or tree.min == 0
+
+    # -- trees → lark text -------------------------------------------------------------
+
+    def instance(self, rule: str, follow: frozenset[str]) -> str:
+        """The lark rule for `rule` where `follow` can come after it."""
+        key = (rule, follow)
+        name = self.instances.get(key)
+        if name is None:
+            name = f"r{len(self.instances)}"
+            self.instances[key] = name
+            self.pending.append((name, rule, follow))
+        return name
+
+    def emit(self, tree: _Tree, follow: frozenset[str], lines: list[str]) -> str:
+        if isinstance(tree, _Sym):
+            return tree.name if tree.terminal else self.instance(tree.name, follow)
+        if isinstance(tree, _Seq):
+            parts: list[str] = []
+            after = follow
+            for item in reversed(tree.items):
+                parts.append(self.emit(item, after, lines))
+                f, n = self._first(item, self.first, self.nullable)
+                after = f | after if n else f
+            return " ".join(reversed(parts))
+        if isinstance(tree, _Choice):
+            options = [self.emit(item, follow, lines) for item in tree.items]
+            body = " | ".join(options)
+            if tree.nullable:
+                return f"({body})?"
+            return body if len(options) == 1 else f"({body})"
+        first, _ = self._first(tree.item, self.first, self.nullable)
+        unit = f"({self.emit(tree.item, first | follow, lines)})"
+        required = [unit] * tree.min
+        if tree.max is None:
+            return f"{unit}*" if tree.min == 0 else " ".join([*required[:-1], f"{unit}+"])
+        spare = tree.max - tree.min
+        if spare == 1:
+            required.append(f"{unit}?")
+        elif spare > 1:
+            # `_k: unit _{k-1}?` holds 1..k more copies: linear in the bound, and LALR
+            # decides at each copy whether another one follows.
+            base = self.helpers
+            self.helpers += spare
+            for k in range(1, spare + 1):
+                tail = f" _x{base + k - 1}?" if k > 1 else ""
+                lines.append(f"_x{base + k}: {unit}{tail}")
+            required.append(f"_x{base + spare}?")
+        return " ".join(required)
+
+    def text(self, start: str) -> str:
+        lines: list[str] = []
+        lines.append(f"{START}: {self.instance(start, frozenset(('$END',)))}")
+        while self.pending:
+            name, rule, follow = self.pending.pop()
+            lines.append(f"{name}: {self.emit(self.trees[rule], follow, lines)}")
+        lines += [f"{name}: /\ue000{name}\ue001/" for name in self.generated]
+        return "\n".join(lines) + "\n"
+
+
+def grammar_from_rules(
+    rules: Mapping[str, Node],
+    start: str,
+    *,
+    max_states: int = 200_000,
+    deadline: float | None = None,
+) -> LarkGrammar:
+    """The grammar of `rules` (name → IR over code points, `Ref`s between them) from `start`.
+
+    Raises:
+        UnsupportedFeatureError: two terminals of one lexer context overlap, an LALR
+            conflict, or an intersection over a ref (see the module docstring).
+        BudgetExceededError: a terminal's automaton passes `max_states` or `deadline`.
+    """
+    from fsmcompile.spec.lark.loading import load_lark_grammar
+
+    writer = _Writer(rules, max_states, deadline)
+    text = writer.text(start)
+    try:
+        grammar = load_lark_grammar(text, {"start": START}, generated=writer.generated)
+    except GrammarError as exc:
+        raise UnsupportedFeatureError(
+            "the alternatives around a recursive or free-form part need more than one "
+            f"lexeme of lookahead to tell apart (LALR(1)): {exc.reason.splitlines()[0]}"
+        ) from exc
+    _check_contexts(grammar)
+    logger.debug(
+        "generated grammar: %d rules, %d terminals, %d parser states",
+        len(writer.instances) + writer.helpers,
+        len(writer.generated),
+        grammar.table.num_states,
+    )
+    return grammar
+
+
+def _check_contexts(grammar: LarkGrammar) -> None:
+    """Refuse grammars whose longest-match lexing could cut a valid text wrongly.
+
+    Terminal a of a context is cut wrongly when, after a lexeme x of a, the text goes on
+    with what may follow a, and the lexer instead reads further into one lexeme: of
+    another terminal b of the context (or of a itself, reading on). So for each such pair
+    the check looks for x in L(a) where b's automaton is still alive, then runs b on
+    against each terminal f that can follow a: if b reaches a lexeme end while f is
+    still alive, or f ends while b is alive, the text is ambiguous to the lexer. Two
+    terminals of one context that share a whole lexeme are always refused.
+    """
+    from fsmcompile.index.grammar_index import next_contexts
+
+    num_terminals = len(grammar.terminals)
+    after = next_contexts(grammar.table, num_terminals)
+    firsts: dict[int, frozenset[int]] = {}
+
+    def first(t: int) -> frozenset[int]:
+        if t not in firsts:
+            firsts[t] = _first_bytes(_dfa(grammar, t))
+        return firsts[t]
+
+    follows: list[list[int]] = [
+        sorted({f for c in after[t] for f in grammar.contexts[c].terminals})
+        for t in range(num_terminals)
+    ]
+    checked: set[tuple[int, int]] = set()
+    for context in grammar.contexts:
+        ids = [t for t in context.terminals if grammar.terminals[t].dfa is not None]
+        for a in ids:
+            for b in ids:
+                if (a, b) in checked or not (a == b or first(a) & first(b)):
+                    continue
+                checked.add((a, b))
+                follow = [f for f in follows[a] if grammar.terminals[f].dfa is not None]
+                witness = _lexing_conflict(
+                    _dfa(grammar, a), _dfa(grammar, b), a == b, [_dfa(grammar, f) for f in follow]
+                )
+                if witness is not None:
+                    shown = witness.decode("utf-8", "replace")
+                    raise UnsupportedFeatureError(
+                        f"two alternatives at one place can both read {shown!r}, so a lexer "
+                        "cannot tell where one lexeme ends; the anyOf/oneOf branches or "
+                        "optional parts around a recursive or free-form value overlap",
+                        features=[("", "overlapping alternatives")],
+                    )
+
+
+def _lexing_conflict(a: ByteDFA, b: ByteDFA, same: bool, follows: list[ByteDFA]) -> bytes | None:
+    """A text showing that lexing a then a follower is ambiguous with lexing b (see
+    `_check_contexts`), or None."""
+    for u, v, spell in _pairs(a, b, (0, 0)):
+        if not same and a.accepting[u] and b.accepting[v]:
+            return spell()
+        if a.accepting[u]:
+            for f in follows:
+                tail = _runs_on(b, v, f)
+                if tail is not None:
+                    return spell() + tail
+    return None
+
+
+def _runs_on(b: ByteDFA, start: int, f: ByteDFA) -> bytes | None:
+    """A non-empty text read by b from `start` and by f from its start where one of them
+    ends a lexeme while the other is still alive, or None."""
+    for u, v, spell in _pairs(b, f, (start, 0)):
+        if b.accepting[u] or f.accepting[v]:
+            return spell()
+    return None
+
+
+def _pairs(
+    a: ByteDFA, b: ByteDFA, start: tuple[int, int]
+) -> Iterator[tuple[int, int, Callable[[], bytes]]]:
+    """The state pairs both automata reach together from `start`, breadth first, each
+    with a function spelling the bytes that lead there (dead states are not followed)."""
+    steps = _steps(a, b)
+    parent: dict[tuple[int, int], tuple[tuple[int, int], int] | None] = {start: None}
+    frontier = [start]
+    while frontier:
+        nxt: list[tuple[int, int]] = []
+        for p, q in frontier:
+            for (ca, cb), byte in steps:
+                at = (int(a.transitions[p, ca]), int(b.transitions[q, cb]))
+                if at[0] < 0 or at[1] < 0 or at in parent:
+                    continue
+                parent[at] = ((p, q), byte)
+                yield at[0], at[1], partial(_spell, parent, at)
+                nxt.append(at)
+        frontier = nxt
+
+
+def _steps(a: ByteDFA, b: ByteDFA) -> list[tuple[tuple[int, int], int]]:
+    """One byte per pair of classes the two automata put it in."""
+    classes = zip(a.class_of_byte.tolist(), b.class_of_byte.tolist(), strict=True)
+    return list({(x, y): byte for byte, (x, y) in enumerate(classes)}.items())
+
+
+def _dfa(grammar: LarkGrammar, terminal: int) -> ByteDFA:
+    dfa = grammar.terminals[terminal].dfa
+    assert dfa is not None
+    return dfa
+
+
+def _first_bytes(dfa: ByteDFA) -> frozenset[int]:
+    live = dfa.transitions[0] >= 0
+    return frozenset(np.flatnonzero(live[dfa.class_of_byte]).tolist())
+
+
+def _spell(
+    parent: dict[tuple[int, int], tuple[tuple[int, int], int] | None], at: tuple[int, int]
+) -> bytes:
+    out = bytearray()
+    step = parent[at]
+    while step is not None:
+        at, byte = step
+        out.append(byte)
+        step = parent[at]
+    return bytes(reversed(out))
