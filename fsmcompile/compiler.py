@@ -16,9 +16,10 @@ from fsmcompile import artifact
 from fsmcompile.artifact import AnyIndex
 from fsmcompile.automaton.dfa import ByteDFA
 from fsmcompile.automaton.ir import Node
-from fsmcompile.errors import SpecError
+from fsmcompile.errors import SpecError, UnsupportedFeatureError
 from fsmcompile.index.builder import build_token_index
 from fsmcompile.spec.identity import Kind, canonical_spec, spec_hash
+from fsmcompile.spec.lark.grammar import LarkGrammar
 from fsmcompile.version import FORMAT_VERSION
 from fsmcompile.vocabulary import Vocabulary
 
@@ -38,6 +39,10 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+ROOT_RULE = "root"
+FALLBACK_DEPTH = 3
+"""How deep recursive and free-form values nest when a schema's grammar cannot be lexed
+unambiguously and its rules are unrolled into a DFA instead."""
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_MAX_STATES = 200_000
 ProgressCallback = Callable[[str], None]
@@ -87,26 +92,32 @@ def index_cache_key(
 
 def lower_spec(
     kind: Kind, spec: Any, options: Mapping[str, Any], *, deadline: float | None = None
-) -> Node:
-    """The IR of a regex or JSON Schema spec (lowering a big schema counts on the budget)."""
+) -> tuple[Node, dict[str, Node]]:
+    """The IR of a regex or JSON Schema spec, plus the rules its `Ref`s name (a recursive
+    or free-form schema; empty when regular). Lowering counts on the time budget."""
     if kind == "regex":
         from fsmcompile.spec.regex import parse_regex
 
-        return parse_regex(canonical_spec(kind, spec))
+        return parse_regex(canonical_spec(kind, spec)), {}
     if kind == "json":
         from fsmcompile.spec.json_schema import JsonOptions, schema_to_ir
 
-        return schema_to_ir(spec, options=JsonOptions(**options), deadline=deadline).node
+        lowering = schema_to_ir(spec, options=JsonOptions(**options), deadline=deadline)
+        return lowering.node, lowering.rules
     raise SpecError(f"unknown spec kind {kind!r}; expected 'regex', 'json' or 'lark'")
 
 
 def build_automaton(
     kind: Kind, spec: Any, options: Mapping[str, Any], *, max_states: int, deadline: float
 ) -> ByteDFA:
-    """Spec → minimized byte DFA under the budgets."""
+    """Spec → minimized byte DFA under the budgets.
+
+    Raises:
+        UnsupportedFeatureError: the spec is context-free (compile it with `compile_spec`).
+    """
     from fsmcompile.automaton import build_dfa
 
-    node = lower_spec(kind, spec, options, deadline=deadline)
+    node, _ = lower_spec(kind, spec, options, deadline=deadline)
     return build_dfa(node, max_states=max_states, deadline=deadline)
 
 
@@ -133,11 +144,69 @@ def _compile_uncached(
         )
     if progress:
         progress("automaton")
-    dfa = build_automaton(kind, spec, options, max_states=max_states, deadline=deadline)
+    node, rules = lower_spec(kind, spec, options, deadline=deadline)
+    machine = build_machine(
+        node,
+        rules,
+        nesting_limit=options.get("nesting_limit"),
+        max_states=max_states,
+        deadline=deadline,
+    )
     if progress:
         progress("index")
-    return build_token_index(
-        dfa, vocab, kind=kind, spec_hash=spec_hash(kind, spec, options), deadline=deadline
+    if isinstance(machine, ByteDFA):
+        return build_token_index(
+            machine, vocab, kind=kind, spec_hash=spec_hash(kind, spec, options), deadline=deadline
+        )
+    from fsmcompile.index.grammar_index import build_grammar_index
+
+    return build_grammar_index(
+        machine,
+        vocab,
+        spec_hash=spec_hash(kind, spec, options),
+        max_states=max_states,
+        deadline=deadline,
+        kind=kind,
+    )
+
+
+def build_machine(
+    node: Node,
+    rules: Mapping[str, Node],
+    *,
+    nesting_limit: int | None = None,
+    max_states: int,
+    deadline: float | None,
+) -> ByteDFA | LarkGrammar:
+    """A DFA for a regular spec; a grammar when `rules` make it recursive or free-form,
+    unless `nesting_limit` asks for the rules unrolled that deep into a DFA.
+
+    A grammar whose longest-match lexing would be ambiguous (overlapping alternatives
+    around a recursive part, see `from_rules.py`) falls back to the rules unrolled
+    `FALLBACK_DEPTH` deep: sound, but texts nesting deeper are refused (logged).
+    """
+    from fsmcompile.automaton import build_dfa
+    from fsmcompile.automaton.rules import expand_rules
+
+    if not rules:
+        return build_dfa(node, max_states=max_states, deadline=deadline)
+    if nesting_limit is not None:
+        unrolled = expand_rules(node, rules, nesting_limit)
+        return build_dfa(unrolled, max_states=max_states, deadline=deadline)
+    from fsmcompile.spec.lark.from_rules import grammar_from_rules
+
+    try:
+        return grammar_from_rules(
+            {ROOT_RULE: node, **rules}, ROOT_RULE, max_states=max_states, deadline=deadline
+        )
+    except UnsupportedFeatureError as exc:
+        logger.warning(
+            "compiling with nesting limited to %d levels of recursive or free-form values: %s",
+            FALLBACK_DEPTH,
+            exc.reason,
+        )
+    return build_dfa(
+        expand_rules(node, rules, FALLBACK_DEPTH), max_states=max_states, deadline=deadline
     )
 
 

@@ -45,15 +45,16 @@ def from_bytes(data: bytes, vocab: Vocabulary, source: str | None = None) -> Any
         ArtifactVersionError: written by a newer format.
         VocabularyMismatchError: compiled for another tokenizer or logits width.
     """
-    kind = read_header(data, source).get("kind")
+    doc = read_header(data, source)
+    kind = doc.get("kind")
+    if kind == "lark" or (kind == "json" and "lexer" in doc):
+        from fsmcompile.artifact import grammar
+
+        return grammar.from_bytes(data, vocab, source)
     if kind in ("regex", "json"):
         from fsmcompile.artifact import regex
 
         return regex.from_bytes(data, vocab, source)
-    if kind == "lark":
-        from fsmcompile.artifact import grammar
-
-        return grammar.from_bytes(data, vocab, source)
     raise ArtifactCorruptError(f"artifact of unknown kind {kind!r}", source)
 
 

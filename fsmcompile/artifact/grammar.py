@@ -25,7 +25,8 @@ from fsmcompile.index.grammar_lexer import LexerAutomaton
 from fsmcompile.spec.lark.grammar import ParseTable
 from fsmcompile.vocabulary import Vocabulary
 
-KIND = "lark"
+KINDS = ("lark", "json")
+"""A Lark grammar, or a JSON Schema that needed one (recursive or free-form values)."""
 
 _LEXER_FIELDS = ("transitions", "class_of_byte", "label", "context_start", "restart_context")
 _TABLE_FIELDS = ("action", "goto", "rule_lhs", "rule_len", "context_of_state")
@@ -53,7 +54,7 @@ def to_bytes(index: GrammarIndex) -> bytes:
     """The artifact for `index` (deterministic: equal indexes give equal bytes)."""
     lexer, table = index.lexer, index.table
     return frame(
-        body_header(KIND, index.spec_hash, index.vocabulary)
+        body_header(index.kind, index.spec_hash, index.vocabulary)
         | {
             "terminal_names": list(index.terminal_names),
             "lexer": {f: pack_array(getattr(lexer, f)) for f in _LEXER_FIELDS},
@@ -75,10 +76,8 @@ def from_bytes(data: bytes, vocab: Vocabulary, source: str | None = None) -> Gra
         VocabularyMismatchError: compiled for another tokenizer or logits width.
     """
     doc = read_header(data, source)
-    if doc.get("kind") != KIND:
-        raise ArtifactCorruptError(
-            f"not a lark grammar artifact (kind {doc.get('kind')!r})", source
-        )
+    if doc.get("kind") not in KINDS or "lexer" not in doc:
+        raise ArtifactCorruptError(f"not a grammar artifact (kind {doc.get('kind')!r})", source)
     check_vocabulary(doc, vocab, source)
     try:
         arrays: dict[str, Any] = {}
@@ -103,7 +102,7 @@ def from_bytes(data: bytes, vocab: Vocabulary, source: str | None = None) -> Gra
             masks=decode_masks(doc["masks"], vocab.size, source),
             kill_masks=decode_masks(doc["kill_masks"], vocab.size, source),
             vocabulary=vocab,
-            kind=KIND,
+            kind=str(doc["kind"]),
             spec_hash=str(doc["spec_hash"]),
         )
     except (KeyError, TypeError, ValueError) as exc:

@@ -1,4 +1,4 @@
-"""Helpers for the JSON Schema front-end tests: compile a schema to a DFA, match texts."""
+"""Helpers for the JSON Schema front-end tests: compile a schema, match texts."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from fsmcompile.automaton import ByteDFA, build_dfa
 from fsmcompile.automaton.ir import Node
 from fsmcompile.spec.json_schema import JsonOptions, schema_to_ir
 
+from .language import schema_language
+
 
 def compact(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
@@ -22,20 +24,20 @@ def dfa_of(node: Node) -> ByteDFA:
 
 
 def schema_dfa(schema: Any, **options: Any) -> ByteDFA:
-    options.setdefault("max_recursion_depth", 2)
+    """The DFA of a regular schema."""
     return dfa_of(schema_to_ir(schema, options=JsonOptions(**options)).node)
 
 
 @pytest.fixture
 def accepts() -> Callable[..., Callable[[Any], bool]]:
-    """`accepts(schema, **options)(value_or_text)`: whether the compiled DFA matches."""
+    """`accepts(schema, **options)(value_or_text)`: whether the compiled schema (its DFA,
+    or its grammar when recursive or free-form) accepts the text."""
 
     def make(schema: Any, **options: Any) -> Callable[[Any], bool]:
-        dfa = schema_dfa(schema, **options)
+        language = schema_language(schema, **options)
 
         def check(value: Any) -> bool:
-            text = value.text if isinstance(value, Raw) else compact(value)
-            return dfa.matches(text.encode("utf-8"))
+            return language(value.text if isinstance(value, Raw) else compact(value))
 
         return check
 

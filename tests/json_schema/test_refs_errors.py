@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from fsmcompile.errors import SchemaError
@@ -49,18 +51,40 @@ def test_ref_to_remote_schema() -> None:
     assert dfa.matches(b"3") and not dfa.matches(b"4")
 
 
-def test_recursive_ref_is_expanded_to_the_depth_limit(accepts) -> None:
+def test_recursive_ref_becomes_a_rule_with_no_depth_limit(accepts) -> None:
     tree = {
         "type": "object",
         "properties": {"v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#"}}},
         "required": ["v"],
         "additionalProperties": False,
     }
-    check = accepts(tree, max_recursion_depth=2)
-    assert check({"v": 1, "kids": [{"v": 2, "kids": [{"v": 3}]}]})
-    assert not check({"v": 1, "kids": [{"v": 2, "kids": [{"v": 3, "kids": [{"v": 4}]}]}]})
-    lowering = schema_to_ir(tree, options=JsonOptions(max_recursion_depth=2))
-    assert lowering.depth_limited == [""]
+    lowering = schema_to_ir(tree, options=JsonOptions())
+    assert not lowering.regular and len(lowering.rules) == 1
+    check = accepts(tree)
+    deep: dict = {"v": 0}
+    for depth in range(1, 12):
+        deep = {"v": depth, "kids": [deep, {"v": -depth}]}
+    assert check(deep)
+    assert check({"v": 1, "kids": []})
+    assert not check({"v": 1, "kids": [{"kids": []}]})
+    assert not check({"v": 1, "kids": [{"v": 2, "kids": [{"v": "3"}]}]})
+    assert not check({"v": 1, "kids": [{"v": 2, "w": 3}]})
+
+
+def test_schema_that_requires_endless_nesting_is_an_error() -> None:
+    endless = {"properties": {"next": {"$ref": "#"}}, "required": ["next"], "type": "object"}
+    with pytest.raises(SchemaError, match="endlessly nested"):
+        schema_to_ir(endless, options=JsonOptions())
+
+
+def test_free_form_values_nest_without_limit(accepts) -> None:
+    check = accepts({"type": "object", "properties": {"a": {"type": "integer"}}})
+    nested: Any = 1
+    for _ in range(20):
+        nested = {"k": [nested, None, "s"]}
+    assert check({"a": 1, "b": nested}) and check(nested)
+    assert not check({"a": "x", "b": nested})
+    assert accepts({})(nested) and accepts(True)([nested, nested])
 
 
 def test_pure_ref_cycle_does_not_hang() -> None:
@@ -146,3 +170,16 @@ def test_empty_language_is_an_error(schema) -> None:
 def test_options_are_validated() -> None:
     with pytest.raises(SchemaError, match="whitespace"):
         JsonOptions(whitespace="pretty")  # type: ignore[arg-type]
+
+
+def test_nesting_limit_unrolls_rules_into_a_dfa(accepts) -> None:
+    tree = {"type": "array", "items": {"$ref": "#"}}
+    exact, limited = accepts(tree), accepts(tree, nesting_limit=2)
+    # The root array plus two nested levels of the recursive reference.
+    for depth, ok in ((1, True), (3, True), (4, False), (9, False)):
+        value: Any = []
+        for _ in range(depth - 1):
+            value = [value, []]
+        assert exact(value)
+        assert limited(value) is ok
+    assert not limited([1]) and not exact([1])

@@ -41,8 +41,7 @@ def lower_array(lw: Lowerer, conj: Conjunction) -> Lowered:
     syntax = lw.syntax
     sources = [p for p in conj.parts if set(p.schema) & ARRAY_KEYWORDS]
     if not sources:
-        depth = max(lw.options.max_recursion_depth - 1, 0)
-        return Lowered(syntax.array_of(syntax.any_value(depth)), depth + 1)
+        return Lowered(syntax.array_of(lw.any_value().node), 1, unbounded=True)
     splits = [_split(p) for p in sources]
     min_items = max((int(v) for _, v in conj.keyword("minItems")), default=0)
     for part, contains in conj.keyword("contains"):
@@ -65,9 +64,9 @@ def lower_array(lw: Lowerer, conj: Conjunction) -> Lowered:
     if rest.empty:
         max_items = len(elements) if max_items is None else min(max_items, len(elements))
     parts = [*elements, rest]
-    cut = any(p.cut for p in parts)
+    unbounded = any(p.unbounded for p in parts)
     if max_items is not None and min_items > max_items:
-        return Lowered(NOTHING, 0, cut)
+        return Lowered(NOTHING, 0, unbounded)
     counted = [(p, c) for p, c in conj.keyword("contains") if not (c is True or c == {})]
     if counted:
         if elements or len(counted) > 1:
@@ -79,10 +78,10 @@ def lower_array(lw: Lowerer, conj: Conjunction) -> Lowered:
     depth = 1 + max((p.depth for p in parts if not p.empty), default=0)
     if not elements:
         if rest.empty:
-            return Lowered(syntax.array_of(NOTHING, 0, 0), 1, cut)
-        return Lowered(syntax.array_of(rest.node, min_items, max_items), depth, cut)
+            return Lowered(syntax.array_of(NOTHING, 0, 0), 1, unbounded)
+        return Lowered(syntax.array_of(rest.node, min_items, max_items), depth, unbounded)
     if max_items == 0:
-        return Lowered(syntax.array_of(NOTHING, 0, 0), 1, cut)
+        return Lowered(syntax.array_of(NOTHING, 0, 0), 1, unbounded)
 
     def tail(i: int) -> Node:
         """What may follow once `i` items are written (1 <= i <= len(elements))."""
@@ -98,7 +97,9 @@ def lower_array(lw: Lowerer, conj: Conjunction) -> Lowered:
         return optional(node) if i >= min_items else node
 
     content = seq(elements[0].node, tail(1))
-    return Lowered(syntax.container("[", "]", content, may_be_empty=min_items == 0), depth, cut)
+    return Lowered(
+        syntax.container("[", "]", content, may_be_empty=min_items == 0), depth, unbounded
+    )
 
 
 def _contains(
@@ -126,7 +127,11 @@ def _contains(
         else:
             misses = [lw.lower_all([*rest_locs, *option]) for option in group.options]
             live = [m for m in misses if not m.empty]
-            other = Lowered(alt(*(m.node for m in live)), max((m.depth for m in live), default=0))
+            other = Lowered(
+                alt(*(m.node for m in live)),
+                max((m.depth for m in live), default=0),
+                any(m.unbounded for m in live),
+            )
     if high is not None and low > high:
         return Lowered(NOTHING)
     comma = syntax.comma
@@ -146,4 +151,4 @@ def _contains(
     if min_items > 0 or max_items is not None:
         node = And((node, syntax.array_of(rest.node, min_items, max_items)))
     depth = 1 + max(hit.depth, other.depth, rest.depth)
-    return Lowered(node, depth, hit.cut or other.cut or rest.cut)
+    return Lowered(node, depth, hit.unbounded or other.unbounded or rest.unbounded)

@@ -15,7 +15,8 @@ import time
 from collections import Counter
 from typing import Any
 
-from fsmcompile.automaton.ir import NOTHING, And, Node, alt, literal
+from fsmcompile.automaton.ir import NOTHING, And, Node, Ref, alt, literal
+from fsmcompile.automaton.rules import prune_rules
 from fsmcompile.errors import BudgetExceededError, SchemaError, UnsupportedFeatureError
 from fsmcompile.spec.json_schema.arrays import lower_array
 from fsmcompile.spec.json_schema.combinators import (
@@ -46,6 +47,9 @@ from fsmcompile.spec.json_schema.unsupported import (
     unsupported_in,
 )
 from fsmcompile.spec.json_schema.values import atom_of, json_equal, value_depth, value_ir
+
+ANY_RULE = "any"
+"""The rule of any JSON value (free-form values, `{}`, absent `additionalProperties`)."""
 
 MAX_DISTRIBUTED = 64
 """Most alternatives `anyOf`/`oneOf` groups of one conjunction are multiplied out to;
@@ -87,7 +91,8 @@ def schema_to_ir(
             soon after it passes (distributing many `anyOf`s can take long).
 
     Returns:
-        The IR plus the relaxations (lenient mode) and depth-limited pointers.
+        The IR plus the relaxations (lenient mode) and the rules its `Ref`s name (empty
+        when the schema is regular; otherwise it compiles as a grammar).
 
     Raises:
         SchemaError: malformed JSON, not a schema, a malformed keyword, an unresolvable
@@ -106,13 +111,19 @@ def schema_to_ir(
     registry = Registry(schema, remote_schemas=options.remote_schemas, draft=options.draft)
     lowerer = Lowerer(registry, options, deadline=deadline)
     result = lowerer.lower_all([registry.root])
+    lowerer.define_rules()
     problems = sorted(lowerer.problems.items())
     relaxed: list[Relaxation] = [(w, k, r) for (w, k), r in problems]
     if options.strict:
         raise_unsupported(relaxed)
-    if result.empty:
-        raise SchemaError("the schema accepts no JSON value (it is false or contradictory)", "")
-    return SchemaLowering(result.node, relaxed, sorted(set(lowerer.depth_limited)))
+    node, rules = prune_rules(result.node, lowerer.rules)
+    if node == NOTHING:
+        raise SchemaError(
+            "the schema accepts no JSON value (it is false, contradictory, or requires "
+            "endlessly nested values)",
+            "",
+        )
+    return SchemaLowering(node, relaxed, rules)
 
 
 class Lowerer:
@@ -127,7 +138,9 @@ class Lowerer:
         self.syntax = JsonSyntax(options)
         self.checker = InstanceChecker(registry)
         self.problems: dict[tuple[str, str], str] = {}
-        self.depth_limited: list[str] = []
+        self.rules: dict[str, Node] = {}
+        self._rule_names: dict[tuple[Any, ...], str] = {}
+        self._pending: list[tuple[str, Conjunction]] = []
         self._active: Counter[tuple[str, str]] = Counter()
         self._memo: dict[tuple[Any, ...], Lowered] = {}
         self._patterns: dict[str, Node | None] = {}
@@ -143,9 +156,10 @@ class Lowerer:
         self.problems.setdefault((where, keyword), reason)
 
     def any_value(self) -> Lowered:
-        """Any JSON value, nested at most `max_recursion_depth` containers deep."""
-        depth = self.options.max_recursion_depth
-        return Lowered(self.syntax.any_value(depth), depth)
+        """Any JSON value: a reference to the any-JSON rule, since JSON nests freely."""
+        if ANY_RULE not in self.rules:
+            self.rules[ANY_RULE] = self.syntax.any_value(Ref(ANY_RULE))
+        return Lowered(Ref(ANY_RULE), 0, unbounded=True)
 
     def pattern_content(self, loc: Location, keyword: str, pattern: str) -> Node | None:
         """Escaped string-content IR of an ECMA `pattern` (search semantics), or None if
@@ -204,11 +218,13 @@ class Lowerer:
                 value=self.deadline,
             )
         conj = collect(self, locs)
-        limit = self.options.max_recursion_depth + 1
-        for part in conj.parts:
-            if self._active[part.key] >= limit:
-                self.depth_limited.append(part.where)
-                return Lowered(NOTHING, 0, cut=True)
+        if any(self._active[part.key] for part in conj.parts):
+            return Lowered(Ref(self._rule_for(conj)), 0, unbounded=True)
+        return self._lower_active(conj)
+
+    def _lower_active(self, conj: Conjunction) -> Lowered:
+        """`lower_conj` with the parts of `conj` marked as being expanded, so a `$ref`
+        back into one of them becomes a rule reference instead of recursing."""
         for part in conj.parts:
             self._active[part.key] += 1
         try:
@@ -216,6 +232,22 @@ class Lowerer:
         finally:
             for part in conj.parts:
                 self._active[part.key] -= 1
+
+    def _rule_for(self, conj: Conjunction) -> str:
+        """The rule holding the language of `conj` (defined by `define_rules`)."""
+        key = conj.key()
+        name = self._rule_names.get(key)
+        if name is None:
+            name = f"s{len(self._rule_names)}"
+            self._rule_names[key] = name
+            self._pending.append((name, conj))
+        return name
+
+    def define_rules(self) -> None:
+        """Lower every conjunction a recursive `$ref` pointed back to, as its own rule."""
+        while self._pending:
+            name, conj = self._pending.pop()
+            self.rules[name] = self._lower_active(conj).node
 
     def lower_conj(self, conj: Conjunction) -> Lowered:
         """Lower a flattened conjunction (memoized when no recursion limit was hit)."""
@@ -225,8 +257,7 @@ class Lowerer:
         if key in self._memo:
             return self._memo[key]
         result = self._distribute(conj) if conj.groups else self._lower_flat(conj)
-        if not result.cut:
-            self._memo[key] = result
+        self._memo[key] = result
         return result
 
     def _distribute(self, conj: Conjunction) -> Lowered:
@@ -281,7 +312,7 @@ class Lowerer:
         return Lowered(
             And(tuple(p.node for p in parts)),
             max(p.depth for p in parts),
-            any(p.cut for p in parts),
+            any(p.unbounded for p in parts),
         )
 
     def _lower_flat(self, conj: Conjunction) -> Lowered:
@@ -402,7 +433,7 @@ def _empty(node: Node) -> bool:
 
 def _union(results: list[Lowered]) -> Lowered:
     live = [r for r in results if not r.empty]
-    cut = any(r.cut for r in results)
+    unbounded = any(r.unbounded for r in results)
     if not live:
-        return Lowered(NOTHING, 0, cut)
-    return Lowered(alt(*(r.node for r in live)), max(r.depth for r in live), cut)
+        return Lowered(NOTHING, 0, unbounded)
+    return Lowered(alt(*(r.node for r in live)), max(r.depth for r in live), unbounded)

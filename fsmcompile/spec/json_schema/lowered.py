@@ -13,15 +13,16 @@ class Lowered:
 
     Attributes:
         node: the IR of the instance texts.
-        depth: the most containers an instance nests (0 for scalars); the object member
-            checker must skip at least this deep.
-        cut: whether a recursion limit truncated it; such results depend on the ref
-            stack, so they are never memoized.
+        depth: the most containers an instance nests (0 for scalars), not counting what
+            rule references nest; the object member checker must skip at least this deep.
+        unbounded: whether instances may nest without bound (the node refers to a
+            grammar rule: a recursive `$ref` or a free-form value). The member checker,
+            which skips values by bracket depth, cannot be used around it.
     """
 
     node: Node
     depth: int = 0
-    cut: bool = False
+    unbounded: bool = False
 
     @property
     def empty(self) -> bool:

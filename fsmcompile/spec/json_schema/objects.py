@@ -71,9 +71,8 @@ def lower_object(lw: Lowerer, conj: Conjunction) -> Lowered:
     syntax = lw.syntax
     sources = [p for p in conj.parts if set(p.schema) & OBJECT_KEYWORDS]
     if not sources and not conj.forbidden_keys:
-        depth = max(lw.options.max_recursion_depth - 1, 0)
-        inner = syntax.any_value(depth)
-        return Lowered(syntax.object_of(syntax.member(ANY_STRING, inner)), depth + 1)
+        inner = lw.any_value().node
+        return Lowered(syntax.object_of(syntax.member(ANY_STRING, inner)), 1, unbounded=True)
     order: dict[str, None] = {}
     for part in sources:
         order.update(dict.fromkeys(part.schema.get("properties", {})))
@@ -90,7 +89,7 @@ def lower_object(lw: Lowerer, conj: Conjunction) -> Lowered:
         value = lw.lower_all(_value_locations(sources, key)) if allowed else NOTHING_LOWERED
         if value.empty:
             if key in required:
-                return Lowered(NOTHING, 0, value.cut)
+                return Lowered(NOTHING, 0, value.unbounded)
             continue
         members.append(
             _Member(syntax.member(literal_string(key), value.node), value, key in required)
@@ -202,36 +201,81 @@ def _assemble(
     syntax = lw.syntax
     values = [m.value for m in members] + [v for _, v in extras]
     depth = max((v.depth for v in values), default=0)
-    cut = any(v.cut for v in values)
+    unbounded = any(v.unbounded for v in values)
     extra: Node | None = None
     if extras:
         extra = alt(*(syntax.member(seq(QUOTE, key, QUOTE), value.node) for key, value in extras))
     counted = min_count > 0 or max_count is not None
     n_required = sum(m.required for m in members)
     if max_count is not None and (min_count > max_count or n_required > max_count):
-        return Lowered(NOTHING, 0, cut)
+        return Lowered(NOTHING, 0, unbounded)
     if not members and extra is None:
         if min_count > 0:
-            return Lowered(NOTHING, 0, cut)
-        return Lowered(syntax.container("{", "}", seq(), may_be_empty=True), 1, cut)
+            return Lowered(NOTHING, 0, unbounded)
+        return Lowered(syntax.container("{", "}", seq(), may_be_empty=True), 1, unbounded)
     comma = syntax.comma
     if extra is None and all(m.required for m in members):
         if counted and not (min_count <= len(members) <= (max_count or len(members))):
-            return Lowered(NOTHING, 0, cut)
+            return Lowered(NOTHING, 0, unbounded)
         body = _chain(members, comma, first_separator=None)
-        return Lowered(syntax.container("{", "}", body, may_be_empty=False), depth + 1, cut)
+        return Lowered(syntax.container("{", "}", body, may_be_empty=False), depth + 1, unbounded)
+    if unbounded:
+        # The member checker skips values by bracket depth, which a value that nests
+        # without bound defeats: count members in the chain itself (a DAG, so linear).
+        body = _counted(members, extra, comma, min_count, max_count)
+        node = syntax.container("{", "}", body, may_be_empty=False)
+        return Lowered(node, depth + 1, unbounded)
     if not counted:
         expanded = _expanded(members, extra, comma)
         if expanded is not None:
             node = syntax.container("{", "}", expanded, may_be_empty=n_required == 0)
-            return Lowered(node, depth + 1, cut)
+            return Lowered(node, depth + 1, unbounded)
     separator = optional(comma)
     body = _chain(members, separator, first_separator=separator)
     if extra is not None:
         body = seq(body, Repeat(seq(separator, extra), 0, None))
     loose = syntax.container("{", "}", body, may_be_empty=n_required == 0)
     checker = syntax.member_checker(min_count, max_count, depth)
-    return Lowered(And((loose, checker)), depth + 1, cut)
+    return Lowered(And((loose, checker)), depth + 1, unbounded)
+
+
+def _counted(
+    members: list[_Member], extra: Node | None, comma: Node, low: int, high: int | None
+) -> Node:
+    """The member list with `low..high` members, counted as it goes: one node per
+    (position, members so far), shared, so the IR stays linear in the properties."""
+    cap = low if high is None else high  # without an upper bound, counts >= low act alike
+    memo: dict[tuple[int, int, bool], Node] = {}
+
+    def rest(k: int, count: int, first: bool) -> Node:
+        key = (k, count, first)
+        found = memo.get(key)
+        if found is not None:
+            return found
+        separator = EMPTY if first else comma
+        if k == len(members):
+            need = max(low - count, 0)
+            room = None if high is None else high - count
+            if extra is None or room == 0:
+                out = EMPTY if need == 0 else NOTHING
+            elif first:
+                more = None if room is None else room - 1
+                some = seq(extra, Repeat(seq(comma, extra), max(need - 1, 0), more))
+                out = alt(EMPTY, some) if need == 0 else some
+            else:
+                out = Repeat(seq(comma, extra), need, room)
+        else:
+            member = members[k]
+            take = (
+                NOTHING
+                if high is not None and count >= high
+                else seq(separator, member.node, rest(k + 1, min(count + 1, cap), False))
+            )
+            out = take if member.required else alt(take, rest(k + 1, count, first))
+        memo[key] = out
+        return out
+
+    return rest(0, min(0, cap), True)
 
 
 def _expanded(members: list[_Member], extra: Node | None, comma: Node) -> Node | None:

@@ -1,10 +1,10 @@
 """JSON punctuation under a whitespace policy, any-JSON values, and the member checker.
 
 Every lowering module builds objects and arrays through `JsonSyntax`, so the whitespace
-option is decided in one place. Two languages here exist only to keep the IR small:
+option is decided in one place. Two languages here need a word:
 
-* `any_value(depth)`: every JSON value nested at most `depth` containers deep (the
-  bounded expansion of the recursive `{}` schema; a CFG path will replace it).
+* `any_value(inner)`: one level of any JSON value; with `inner` a reference to itself
+  it is the recursive rule behind `{}` (compiled as a grammar).
 * `member_checker(...)`: every object whose top-level members are separated by commas,
   `min..max` of them, values skipped by bracket depth only. Intersected with an object
   whose separators are *optional*, it fixes the comma placement exactly. Without it, an
@@ -53,7 +53,6 @@ class JsonSyntax:
             self.ws = EMPTY
             self.comma = chars(",")
             self.colon = chars(":")
-        self._any: dict[int, Node] = {}
         self._skip: dict[int, Node] = {}
 
     def container(self, open_: str, close: str, content: Node, *, may_be_empty: bool) -> Node:
@@ -85,27 +84,13 @@ class JsonSyntax:
         inner = self.separated(member, min_count, max_count)
         return self.container("{", "}", inner, may_be_empty=min_count == 0)
 
-    def any_value(self, depth: int) -> Node:
-        """Every JSON value with at most `depth` nested containers.
+    def any_value(self, inner: Node) -> Node:
+        """One level of any JSON value: a scalar, or an array or object of `inner`s.
 
-        Each level refers to the previous one four times (array/object, first/rest), so
-        the *tree* grows as 4**depth while the shared DAG and the automaton stay linear;
-        builders memoize nodes by identity.
+        With `inner` a reference to this very rule it is every JSON value (a grammar).
         """
-        if depth in self._any:
-            return self._any[depth]
         scalars = alt(literal("null"), literal("true"), literal("false"), NUMBER_TEXT, ANY_STRING)
-        if depth <= 0:
-            node = scalars
-        else:
-            inner = self.any_value(depth - 1)
-            node = alt(
-                scalars,
-                self.array_of(inner),
-                self.object_of(self.member(ANY_STRING, inner)),
-            )
-        self._any[depth] = node
-        return node
+        return alt(scalars, self.array_of(inner), self.object_of(self.member(ANY_STRING, inner)))
 
     def _skip_inner(self, depth: int) -> Node:
         """Text inside brackets nested at most `depth` more levels, strings skipped whole."""

@@ -1,0 +1,175 @@
+"""Recursive and free-form schemas compile as grammars: token-level exactness.
+
+Completeness: instances tokenized by real tokenizers are allowed token by token, EOS at
+the end. Soundness: random walks through the masks end in texts `jsonschema` validates.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+from typing import Any
+
+import jsonschema
+import numpy as np
+import pytest
+from pydantic import BaseModel
+from support import load_vocabulary
+
+from fsmcompile import artifact
+from fsmcompile.compiler import compile_json_schema
+from fsmcompile.index.grammar_index import GrammarIndex
+from fsmcompile.index.token_index import TokenIndex
+from fsmcompile.runtime.matcher import matcher_for
+from fsmcompile.vocabulary import Vocabulary
+
+
+class TreeNode(BaseModel):
+    name: str
+    weight: int = 0
+    children: list[TreeNode] = []
+
+
+TREE = TreeNode.model_json_schema()
+FREE_FORM = {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}
+
+
+def compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def allowed_all_the_way(index: Any, vocab: Vocabulary, text: str) -> tuple[bool, str]:
+    """Every token of the real tokenization is in the mask, then EOS is."""
+    matcher = matcher_for(index)
+    bits = np.zeros((vocab.size + 31) // 32, dtype=np.int32)
+    ids = vocab.encode(text)
+    for i, token in enumerate([*ids, vocab.eos_token_ids[0]]):
+        matcher.fill_bitmask(bits)
+        if not (int(bits[token // 32]) >> (token % 32)) & 1:
+            return False, f"token {i} {vocab.decode_bytes(ids[: i + 1])!r} masked out"
+        assert matcher.advance(token)
+    return True, ""
+
+
+def random_tree(rng: random.Random, depth: int) -> dict[str, Any]:
+    node: dict[str, Any] = {"name": rng.choice(["a", "root", "Ünïcode", 'q"uote', ""])}
+    if rng.random() < 0.5:
+        node["weight"] = rng.randint(-500, 500)
+    if depth > 0 and rng.random() < 0.8:
+        node["children"] = [random_tree(rng, depth - 1) for _ in range(rng.randint(0, 3))]
+    return node
+
+
+def random_json(rng: random.Random, depth: int) -> Any:
+    roll = rng.random()
+    if depth <= 0 or roll < 0.4:
+        return rng.choice([None, True, False, 0, -12, 3.5e-3, "x", "tab\there", "日本"])
+    if roll < 0.7:
+        return [random_json(rng, depth - 1) for _ in range(rng.randint(0, 3))]
+    return {f"k{i}": random_json(rng, depth - 1) for i in range(rng.randint(0, 3))}
+
+
+def random_walk(index: Any, vocab: Vocabulary, rng: random.Random) -> str | None:
+    """Sample allowed tokens (mostly short ones, so walks end) until EOS; the text, or
+    None when the walk ran out of steps."""
+    matcher = matcher_for(index)
+    eos = vocab.eos_token_ids[0]
+    out: list[int] = []
+    for _ in range(300):
+        allowed = matcher.allowed_token_ids().tolist()
+        assert allowed, f"dead end after {vocab.decode_bytes(out)!r}"
+        choices = [t for t in allowed if t != eos]
+        if eos in allowed and (rng.random() < 0.4 or not choices):
+            assert matcher.advance(eos)
+            return vocab.decode_bytes(out).decode("utf-8")
+        if rng.random() < 0.8:
+            choices = sorted(choices, key=lambda t: len(vocab.token_bytes[t]))[:12]
+        token = rng.choice(choices)
+        assert matcher.advance(token)
+        out.append(token)
+    return None
+
+
+@pytest.fixture(scope="module", params=["gpt2", "phi3"])
+def vocab(request: pytest.FixtureRequest) -> Vocabulary:
+    return load_vocabulary(request.param)
+
+
+def test_recursive_pydantic_model_is_a_grammar_with_unbounded_depth(vocab: Vocabulary) -> None:
+    index = compile_json_schema(TreeNode, vocab, cache=False)
+    assert isinstance(index, GrammarIndex) and index.kind == "json"
+    rng = random.Random(7)
+    trees = [random_tree(rng, 6) for _ in range(25)]
+    chain: dict[str, Any] = {"name": "leaf"}
+    for depth in range(15):
+        chain = {"name": f"n{depth}", "children": [chain]}
+    for tree in [*trees, chain]:
+        text = TreeNode.model_validate(tree).model_dump_json()
+        ok, why = allowed_all_the_way(index, vocab, text)
+        assert ok, (text, why)
+    for bad in ('{"weight":1}', '{"name":"a","children":[{"weight":2}]}', '{"name":1}'):
+        assert not allowed_all_the_way(index, vocab, bad)[0], bad
+
+
+def test_random_walks_through_a_recursive_schema_validate(vocab: Vocabulary) -> None:
+    index = compile_json_schema(TREE, vocab, cache=False)
+    rng = random.Random(11)
+    ended = 0
+    for _ in range(40):
+        text = random_walk(index, vocab, rng)
+        if text is None:
+            continue
+        ended += 1
+        jsonschema.validate(json.loads(text), TREE)
+    assert ended >= 10
+
+
+def test_free_form_values_at_any_depth(vocab: Vocabulary) -> None:
+    index = compile_json_schema(FREE_FORM, vocab, cache=False)
+    assert isinstance(index, GrammarIndex)
+    rng = random.Random(3)
+    for _ in range(25):
+        value = {"id": rng.randint(0, 99), "extra": random_json(rng, 7), "more": [[[[{}]]]]}
+        ok, why = allowed_all_the_way(index, vocab, compact(value))
+        assert ok, (value, why)
+    for bad in ('{"extra":1}', '{"id":"1"}', '{"id":1,"x":[1,]}', '{"id":1,"id2":{"a"}}'):
+        assert not allowed_all_the_way(index, vocab, bad)[0], bad
+    walks = [random_walk(index, vocab, rng) for _ in range(30)]
+    for text in walks:
+        if text is not None:
+            jsonschema.validate(json.loads(text), FREE_FORM)
+
+
+@pytest.mark.parametrize("schema", [{}, True])
+def test_any_json_schema(vocab: Vocabulary, schema: Any) -> None:
+    index = compile_json_schema(schema, vocab, cache=False)
+    rng = random.Random(5)
+    for value in [random_json(rng, 6) for _ in range(20)] + ["", 0, [], {}]:
+        ok, why = allowed_all_the_way(index, vocab, compact(value))
+        assert ok, (value, why)
+    for bad in ("[1,]", '{"a"}', "01", "nul", '"\\x"'):
+        assert not allowed_all_the_way(index, vocab, bad)[0], bad
+
+
+def test_grammar_schema_artifact_round_trips(vocab: Vocabulary) -> None:
+    index = compile_json_schema(TREE, vocab, cache=False)
+    again = artifact.from_bytes(artifact.to_bytes(index), vocab)
+    assert isinstance(again, GrammarIndex) and again.kind == "json"
+    assert np.array_equal(again.masks, index.masks)
+    text = compact({"name": "a", "children": [{"name": "b"}]})
+    assert allowed_all_the_way(again, vocab, text)[0]
+
+
+def test_overlapping_alternatives_fall_back_to_bounded_nesting(
+    vocab: Vocabulary, caplog: pytest.LogCaptureFixture
+) -> None:
+    # "some item is 1" over free-form items: a lexer cannot tell a `1` item from the
+    # `1` that satisfies contains, so the rules are unrolled into a DFA (logged).
+    schema = {"type": "array", "contains": {"const": 1}}
+    with caplog.at_level(logging.WARNING, logger="fsmcompile.compiler"):
+        index = compile_json_schema(schema, vocab, cache=False)
+    assert isinstance(index, TokenIndex)
+    assert "nesting limited" in caplog.text
+    for text, ok in (("[1]", True), ('[2,[[1]],1,"x"]', True), ("[2]", False), ("[]", False)):
+        assert allowed_all_the_way(index, vocab, text)[0] is ok, text
