@@ -1,30 +1,55 @@
-"""JSONSchemaBench coverage at the DFA level (`python -m bench.jsonschemabench_coverage`).
+"""JSONSchemaBench coverage at the token level (`python -m bench.jsonschemabench_coverage`).
 
-For each schema of each subset: lower it (strict), build the byte DFA under a state
-and time budget, and check every labelled instance in compact form. A schema is
-*passed* when all valid instances match and all invalid ones are rejected,
-*over-constrained* when some valid instance is rejected (sound, but the decoder could
-not produce it), *under-constrained* when some invalid instance is accepted (unsound:
-must stay at zero apart from documented relaxations). Prints a table per subset and
-writes JSON to bench/results/. Numbers are for reading, never asserted by tests.
+What a decoder sees is tokens, not bytes: a schema "works" only if the compiled index lets
+the model write each valid instance token by token and stops it on each invalid one. So,
+MaskBench-style, for the first `--limit` schemas of each subset of
+`../shared/corpora/jsonschemabench`:
+
+1. compile through the public API (`compile_spec("json", ..., cache=False)`) for a real
+   tokenizer (Llama 3 by default) under a time and state budget, timed;
+2. serialize every labelled instance compactly, tokenize it with the real tokenizer (no
+   special tokens, as a model writes it) and walk a fresh matcher (`matcher_for`): per
+   token fill the bitmask (timed) and test the token's bit, then advance; at the end fill
+   once more and require EOS's bit and the matcher's acceptance of EOS.
+
+A schema is *passed* when every valid instance is accepted and every invalid one rejected;
+*over-constrained* when some valid instance is rejected (sound, but the model could not
+write it); *under-constrained* when some invalid instance is accepted (unsound: must stay
+at zero apart from documented relaxations); else *unsupported*, *budget* (time or state
+budget, or the hard time-out of the worker) or *error*. A token whose bit and `advance`
+disagree is counted as a mask/advance disagreement (a bug either way).
+
+Each schema runs in a forked worker that inherits the vocabulary loaded once here; a worker
+that overruns its hard time-out or dies is replaced and the schema recorded, so one bad
+schema never stops the run. Prints a table per subset, progress on stderr, and writes JSON
+and Markdown under bench/results/. Numbers are for reading, never asserted by tests.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import platform
+import multiprocessing
+import os
+import statistics
 import sys
 import time
+import traceback
 from collections import Counter
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from fsmcompile.automaton import build_dfa
-from fsmcompile.errors import BudgetExceededError, SpecError, UnsupportedFeatureError
-from fsmcompile.spec.json_schema import JsonOptions, schema_to_ir
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # the worker is forked
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "jsonschemabench"
+from bench.measure import describe_machine, machine, percentile  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT.parent / "shared" / "corpora" / "jsonschemabench"
+TOKENIZERS = {
+    "llama3": ROOT.parent / "shared" / "tokenizers" / "llama3" / "tokenizer.json",
+    "gpt2": ROOT / "tests" / "data" / "gpt2" / "tokenizer.json.gz",
+}
 SUBSETS = (
     "Glaiveai2K",
     "Github_trivial",
@@ -39,152 +64,601 @@ SUBSETS = (
     "Handwritten",
     "Synthesized",
 )
+SNIPPET = 300
+"""Characters of a failing instance's text kept in the report."""
 
 
-def load_records(subset: str, limit: int | None) -> list[dict[str, Any]]:
-    """The first `limit` records of a subset, in the corpus' natural id order."""
+# --- inputs ---------------------------------------------------------------------------
+
+
+def load_records(subset: str, limit: int | None, ids: set[str] | None) -> list[dict[str, Any]]:
+    """The first `limit` records of a subset in the corpus' natural id order (or `ids`)."""
     records = []
     with open(CORPUS / subset / "schemas.jsonl", encoding="utf-8") as handle:
         for line in handle:
-            records.append(json.loads(line))
+            record = json.loads(line)
+            if ids is not None and record["id"] not in ids:
+                continue
+            records.append(record)
             if limit is not None and len(records) >= limit:
                 break
     return records
 
 
-def check_record(
-    record: dict[str, Any], *, options: JsonOptions, max_states: int, timeout_s: float
-) -> dict[str, Any]:
-    """Compile one schema and classify it; never raises for a bad schema."""
-    started = time.perf_counter()
-    try:
-        deadline = time.monotonic() + timeout_s
-        lowering = schema_to_ir(record["schema"], options=options, deadline=deadline)
-        dfa = build_dfa(lowering.node, max_states=max_states, deadline=deadline)
-    except UnsupportedFeatureError as exc:
-        keywords = sorted({k for _, k in exc.features})
-        return {"id": record["id"], "status": "unsupported", "keywords": keywords}
-    except BudgetExceededError as exc:
-        return {"id": record["id"], "status": "budget", "limit": exc.limit}
-    except SpecError as exc:
-        return {"id": record["id"], "status": "error", "error": str(exc).splitlines()[0]}
-    except RecursionError:
-        return {"id": record["id"], "status": "error", "error": "RecursionError"}
-    seconds = time.perf_counter() - started
-    rejected_valid = accepted_invalid = 0
-    for test in record["tests"]:
-        text = json.dumps(test["data"], separators=(",", ":"), ensure_ascii=False)
-        accepted = dfa.matches(text.encode("utf-8"))
-        if test["valid"] and not accepted:
-            rejected_valid += 1
-        elif not test["valid"] and accepted:
-            accepted_invalid += 1
+def serialize(data: Any, whitespace: str) -> str:
+    """Instance text as the schema's whitespace option writes it.
+
+    Compact (`,` and `:`) unless whitespace is "standard" (`json.dumps`' `", "`/`": "`);
+    "flexible" accepts compact text too. Object keys keep the instance's own order: the
+    compiler wants listed properties in schema order, and an instance written otherwise
+    counts as over-constrained, as in the DFA-level report this replaces.
+    """
+    separators = (", ", ": ") if whitespace == "standard" else (",", ":")
+    return json.dumps(data, separators=separators, ensure_ascii=False)
+
+
+def resolve_tokenizer(name: str) -> tuple[str, Path]:
+    """(label, path): `llama3`, `gpt2` or a path to a tokenizer.json."""
+    if name in TOKENIZERS:
+        path = TOKENIZERS[name]
+        if not path.exists():
+            raise SystemExit(f"tokenizer {name!r} not found at {path}")
+        return name, path
+    path = Path(name)
+    if not path.exists():
+        raise SystemExit(f"no tokenizer at {path}")
+    return path.name, path
+
+
+def prepare_tests(record: dict[str, Any], vocab: Any, whitespace: str) -> list[dict[str, Any]]:
+    """Each labelled instance with its text and its real tokenization (`Vocabulary.encode`)."""
+    tests = []
+    for position, test in enumerate(record["tests"]):
+        text = serialize(test["data"], whitespace)
+        tests.append(
+            {
+                "index": position,
+                "valid": bool(test["valid"]),
+                "description": test.get("description", ""),
+                "text": text,
+                "ids": vocab.encode(text),
+            }
+        )
+    return tests
+
+
+# --- one schema (runs in the worker) ----------------------------------------------------
+
+
+def walk(matcher: Any, mask: Any, ids: list[int], vocab: Any, mask_ns: list[int]) -> dict[str, Any]:
+    """Feed `ids` the way a decoder would; accepted iff every bit is set and EOS at the end.
+
+    The verdict comes from the bitmask `fill_bitmask` writes. `advance` is still called on
+    every token, also a masked one (the walk stops right after), and any difference
+    between the bit and advance's answer is reported as a disagreement.
+    """
+    clock = time.perf_counter_ns
+    eos = vocab.eos_token_ids[0]
+    table = vocab.token_bytes
+    offset = 0
+    for position, token in enumerate(ids):
+        t0 = clock()
+        matcher.fill_bitmask(mask)
+        mask_ns.append(clock() - t0)
+        allowed = bool((int(mask[token >> 5]) >> (token & 31)) & 1)
+        advanced = bool(matcher.advance(token))
+        piece = table[token] if token < len(table) else b""
+        if not allowed or not advanced:
+            return {
+                "accepted": False,
+                "disagreement": allowed != advanced,
+                "reason": (
+                    f"token {position} {piece.decode('utf-8', 'backslashreplace')!r} "
+                    f"at byte {offset} {'masked' if not allowed else 'refused by advance'}"
+                ),
+            }
+        offset += len(piece)
+    t0 = clock()
+    matcher.fill_bitmask(mask)
+    mask_ns.append(clock() - t0)
+    eos_bit = bool((int(mask[eos >> 5]) >> (eos & 31)) & 1)
+    accepting = bool(matcher.is_accepting())
+    eos_ok = bool(matcher.advance(eos))
+    disagreement = not (eos_bit == accepting == eos_ok)
+    if eos_bit and eos_ok:
+        return {"accepted": True, "disagreement": disagreement}
     return {
-        "id": record["id"],
-        "status": "compiled",
-        "seconds": seconds,
-        "states": dfa.num_states,
-        "tests": len(record["tests"]),
-        "over_constrained": rejected_valid,
-        "under_constrained": accepted_invalid,
-        "relaxed": [list(r) for r in lowering.relaxed],
+        "accepted": False,
+        "disagreement": disagreement,
+        "reason": f"EOS not allowed at the end (byte {offset})",
     }
 
 
-def percentile(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+def check_schema(
+    record: dict[str, Any],
+    tests: list[dict[str, Any]],
+    vocab: Any,
+    *,
+    options: dict[str, Any],
+    timeout_s: float,
+    max_states: int,
+) -> dict[str, Any]:
+    """Compile one schema and walk its instances; never raises for a bad schema."""
+    import numpy as np
+
+    from fsmcompile.compiler import compile_spec
+    from fsmcompile.errors import BudgetExceededError, SpecError, UnsupportedFeatureError
+    from fsmcompile.runtime.matcher import matcher_for
+
+    result: dict[str, Any] = {"id": record["id"], "subset": record.get("subset")}
+    started = time.perf_counter()
+    try:
+        compiled = compile_spec(
+            "json",
+            record["schema"],
+            vocab,
+            options=options,
+            timeout_s=timeout_s,
+            max_states=max_states,
+            cache=False,
+        )
+    except UnsupportedFeatureError as exc:
+        keywords = sorted({k for _, k in getattr(exc, "features", ())})
+        return {**result, "outcome": "unsupported", "keywords": keywords}
+    except BudgetExceededError as exc:
+        seconds = time.perf_counter() - started
+        limit = getattr(exc, "limit", None)
+        return {**result, "outcome": "budget", "limit": limit, "seconds_spent": seconds}
+    except SpecError as exc:
+        return {**result, "outcome": "error", "error": _first_line(exc)}
+    except RecursionError:
+        return {**result, "outcome": "error", "error": "RecursionError"}
+    compile_s = time.perf_counter() - started
+    if compile_s > timeout_s:
+        return {**result, "outcome": "budget", "limit": "timeout", "seconds_spent": compile_s}
+    index = compiled.index
+    result.update(
+        compile_s=compile_s,
+        index=type(index).__name__,
+        states=compiled.num_states,
+        masks=compiled.num_masks,
+        tests=len(tests),
+    )
+    mask = np.zeros(-(-vocab.size // 32), dtype=np.int32)
+    mask_ns: list[int] = []
+    over = under = disagreements = tokens = 0
+    first_failure: dict[str, Any] | None = None
+    for test in tests:
+        samples = mask_ns if test["valid"] else []
+        verdict = walk(matcher_for(index), mask, test["ids"], vocab, samples)
+        tokens += len(test["ids"]) if test["valid"] else 0
+        disagreements += verdict["disagreement"]
+        wrong = verdict["accepted"] != test["valid"]
+        if not wrong:
+            continue
+        if test["valid"]:
+            over += 1
+        else:
+            under += 1
+        if first_failure is None or (under == 1 and not test["valid"]):
+            # The first failure, or the first under-constraint, which matters more.
+            first_failure = {
+                "instance": test["index"],
+                "valid": test["valid"],
+                "description": test["description"],
+                "reason": verdict.get("reason", "accepted"),
+                "text": test["text"][:SNIPPET],
+            }
+    drop_runtime_caches()
+    outcome = "under" if under else "over" if over else "passed"
+    result.update(
+        outcome=outcome,
+        over=over,
+        under=under,
+        disagreements=disagreements,
+        tokens=tokens,
+        mask_us_avg=statistics.fmean(mask_ns) / 1e3 if mask_ns else None,
+        mask_us_p99=percentile(sorted(mask_ns), 99) / 1e3 if mask_ns else None,
+        mask_ns=mask_ns,
+    )
+    if first_failure is not None:
+        result["first_failure"] = first_failure
+    return result
+
+
+def drop_runtime_caches() -> None:
+    """Empty the runtime's per-index table LRUs (up to 32 indexes each), which would
+    otherwise keep the last schemas' indexes alive in a long run."""
+    for name in ("fsmcompile.runtime.matcher", "fsmcompile.runtime.grammar_tables"):
+        module = sys.modules.get(name)
+        cache = getattr(module, "_tables_cache", None)
+        if cache is not None:
+            cache.clear()
+
+
+def warm_up(vocab: Any, options: dict[str, Any]) -> None:
+    """Compile and walk a flat and a free-form schema, so the worker inherits the imports
+    and the first schema's compile time is not charged with them."""
+    for schema in ({"type": "object", "properties": {"a": {"type": "string"}}}, {}):
+        record = {"id": "warm-up", "schema": schema, "tests": [{"valid": True, "data": {"a": "b"}}]}
+        check_schema(
+            record,
+            prepare_tests(record, vocab, options["whitespace"]),
+            vocab,
+            options=options,
+            timeout_s=30.0,
+            max_states=100_000,
+        )
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}"
+
+
+def safe_check(record: dict[str, Any], tests: list[dict[str, Any]], vocab: Any, **kw: Any) -> Any:
+    """`check_schema`, with any unexpected exception turned into an `error` outcome."""
+    try:
+        return check_schema(record, tests, vocab, **kw)
+    except Exception as exc:  # noqa: BLE001 - a compiler bug must not stop the run
+        traceback.print_exc(file=sys.stderr)
+        return {
+            "id": record["id"],
+            "subset": record.get("subset"),
+            "outcome": "error",
+            "error": _first_line(exc),
+        }
+
+
+def _serve(conn: Connection, vocab: Any, settings: dict[str, Any]) -> None:
+    """Worker loop: (record, tests) in, result out, until None."""
+    while True:
+        job = conn.recv()
+        if job is None:
+            return
+        conn.send(safe_check(job[0], job[1], vocab, **settings))
+
+
+class Runner:
+    """Runs schemas in one forked worker (inheriting the vocabulary), replaced when stuck.
+
+    `in_process=True` runs them here instead (no hard time-out; for debugging).
+    """
+
+    def __init__(
+        self, vocab: Any, settings: dict[str, Any], hard_timeout_s: float, *, in_process: bool
+    ) -> None:
+        self.vocab = vocab
+        self.settings = settings
+        self.hard_timeout_s = hard_timeout_s
+        self.in_process = in_process or "fork" not in multiprocessing.get_all_start_methods()
+        self.process: Any = None
+        self.conn: Connection | None = None
+
+    def _start(self) -> None:
+        ctx = multiprocessing.get_context("fork")
+        parent, child = ctx.Pipe()
+        self.process = ctx.Process(
+            target=_serve, args=(child, self.vocab, self.settings), daemon=True
+        )
+        self.process.start()
+        child.close()
+        self.conn = parent
+
+    def _stop(self) -> None:
+        if self.process is not None:
+            self.process.kill()
+            self.process.join(5)
+        if self.conn is not None:
+            self.conn.close()
+        self.process = self.conn = None
+
+    def run(self, record: dict[str, Any], tests: list[dict[str, Any]]) -> dict[str, Any]:
+        if self.in_process:
+            result: dict[str, Any] = safe_check(record, tests, self.vocab, **self.settings)
+            return result
+        if self.process is None or not self.process.is_alive():
+            self._stop()
+            self._start()
+        assert self.conn is not None
+        base = {"id": record["id"], "subset": record.get("subset")}
+        started = time.perf_counter()
+        try:
+            self.conn.send((record, tests))
+            if self.conn.poll(self.hard_timeout_s):
+                result = self.conn.recv()
+                return result
+        except (EOFError, OSError):
+            code = None
+            if self.process is not None:
+                self.process.join(5)
+                code = self.process.exitcode
+            self._stop()
+            return {**base, "outcome": "error", "error": f"worker died (exit code {code})"}
+        self._stop()
+        spent = time.perf_counter() - started
+        return {**base, "outcome": "budget", "limit": "hard-timeout", "seconds_spent": spent}
+
+    def close(self) -> None:
+        if self.conn is not None:
+            try:
+                self.conn.send(None)
+            except OSError:
+                pass
+        if self.process is not None:
+            self.process.join(5)
+        self._stop()
+
+
+# --- summary and report -----------------------------------------------------------------
 
 
 def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
-    compiled = [r for r in results if r["status"] == "compiled"]
-    times = [r["seconds"] for r in compiled]
+    """Counts per outcome, compile-time percentiles (ms) and mask time per token (µs)."""
+    compiled = [r for r in results if "compile_s" in r]
+    times = sorted(r["compile_s"] * 1e3 for r in compiled)
+    mask_ns = sorted(ns for r in compiled for ns in r.get("mask_ns", ()))
     keywords: Counter[str] = Counter()
     for r in results:
         keywords.update(r.get("keywords", []))
     return {
         "schemas": len(results),
         "compiled": len(compiled),
-        "passed": sum(
-            1 for r in compiled if not r["over_constrained"] and not r["under_constrained"]
-        ),
-        "over_constrained": sum(1 for r in compiled if r["over_constrained"]),
-        "under_constrained": sum(1 for r in compiled if r["under_constrained"]),
-        "unsupported": sum(1 for r in results if r["status"] == "unsupported"),
-        "budget": sum(1 for r in results if r["status"] == "budget"),
-        "error": sum(1 for r in results if r["status"] == "error"),
-        "compile_s_p50": percentile(times, 0.5),
-        "compile_s_p90": percentile(times, 0.9),
-        "compile_s_p99": percentile(times, 0.99),
+        "passed": sum(1 for r in results if r["outcome"] == "passed"),
+        "over": sum(1 for r in compiled if r["over"]),
+        "under": sum(1 for r in compiled if r["under"]),
+        "unsupported": sum(1 for r in results if r["outcome"] == "unsupported"),
+        "budget": sum(1 for r in results if r["outcome"] == "budget"),
+        "error": sum(1 for r in results if r["outcome"] == "error"),
+        "no_tests": sum(1 for r in compiled if not r["tests"]),
+        "disagreements": sum(r.get("disagreements", 0) for r in compiled),
+        "compile_ms_p50": percentile(times, 50) if times else None,
+        "compile_ms_p90": percentile(times, 90) if times else None,
+        "compile_ms_p99": percentile(times, 99) if times else None,
+        "mask_tokens": len(mask_ns),
+        "mask_us_avg": statistics.fmean(mask_ns) / 1e3 if mask_ns else None,
+        "mask_us_p99": percentile(mask_ns, 99) / 1e3 if mask_ns else None,
         "top_unsupported": keywords.most_common(8),
     }
 
 
+COLUMNS = (
+    ("subset", "subset", 15),
+    ("schemas", "n", 4),
+    ("compiled", "comp", 4),
+    ("passed", "pass", 4),
+    ("over", "over", 4),
+    ("under", "under", 5),
+    ("unsupported", "unsup", 5),
+    ("budget", "budg", 4),
+    ("error", "err", 4),
+    ("no_tests", "notest", 6),
+    ("compile_ms_p50", "p50 ms", 8),
+    ("compile_ms_p90", "p90 ms", 8),
+    ("compile_ms_p99", "p99 ms", 8),
+    ("mask_us_avg", "mask µs", 7),
+    ("mask_us_p99", "p99 µs", 7),
+)
+
+
+def _cell(key: str, value: Any) -> str:
+    if value is None:
+        return "-"
+    if key.startswith("compile_ms"):
+        return f"{value:.0f}" if value >= 100 else f"{value:.1f}"
+    if key.startswith("mask_us"):
+        return f"{value:.2f}"
+    return str(value)
+
+
+def table_lines(rows: dict[str, dict[str, Any]]) -> list[str]:
+    lines = [
+        " ".join(
+            f"{title:>{width}}" if i else f"{title:<{width}}"
+            for i, (_, title, width) in enumerate(COLUMNS)
+        )
+    ]
+    for name, summary in rows.items():
+        cells = [f"{name:<{COLUMNS[0][2]}}"]
+        cells += [f"{_cell(k, summary[k]):>{w}}" for k, _, w in COLUMNS[1:]]
+        lines.append(" ".join(cells))
+    return lines
+
+
+def markdown(report: dict[str, Any]) -> str:
+    """The report as Markdown: settings, the table, then every schema that did not pass."""
+    opts = report["options"]
+    out = [
+        "# JSONSchemaBench coverage, token level",
+        "",
+        f"Tokenizer {report['tokenizer']['label']} ({report['tokenizer']['size']} ids, "
+        f"EOS {report['tokenizer']['eos']}); whitespace {opts['whitespace']}, strict "
+        f"{opts['strict']}, timeout {opts['timeout_s']} s, max_states {opts['max_states']}, "
+        f"first {opts['limit']} schemas per subset.",
+        "",
+        describe_machine(report["machine"]),
+        "",
+        "| " + " | ".join(title for _, title, _ in COLUMNS) + " |",
+        "| --- |" + " ---: |" * (len(COLUMNS) - 1),
+    ]
+    rows = {name: s["summary"] for name, s in report["subsets"].items()}
+    if "total" in report:
+        rows["**total**"] = report["total"]
+    for name, summary in rows.items():
+        out.append(
+            "| " + " | ".join([name] + [_cell(k, summary[k]) for k, _, _ in COLUMNS[1:]]) + " |"
+        )
+    out += [
+        "",
+        "over / under count schemas with some valid instance rejected / some invalid one "
+        "accepted (a schema can be in both); notest: compiled schemas with no labelled "
+        "instance (counted as passed); compile ms over compiled schemas; mask µs: "
+        "`fill_bitmask` per token over the valid instances' walks.",
+    ]
+    failing = [
+        r
+        for s in report["subsets"].values()
+        for r in s["results"]
+        if r["outcome"] in ("over", "under", "error") or r.get("disagreements")
+    ]
+    if failing:
+        out += ["", "## Over, under, errors", ""]
+        for r in failing:
+            detail = r.get("error") or ""
+            if "first_failure" in r:
+                f = r["first_failure"]
+                label = "valid" if f["valid"] else "invalid"
+                detail = f"{label} #{f['instance']}: {f['reason']} in `{f['text'][:120]}`"
+            extra = (
+                f", {r['disagreements']} mask/advance disagreements"
+                if r.get("disagreements")
+                else ""
+            )
+            out.append(f"* `{r['id']}` {r['outcome']}{extra}: {detail}")
+    budget = [
+        r for s in report["subsets"].values() for r in s["results"] if r["outcome"] == "budget"
+    ]
+    if budget:
+        out += ["", "## Budget", ""]
+        out += [
+            f"* `{r['id']}`: {r.get('limit')} after {r.get('seconds_spent', 0):.1f} s"
+            for r in budget
+        ]
+    keywords = report.get("total", {}).get("top_unsupported")
+    if keywords:
+        out += ["", "Unsupported keywords (schemas): " + ", ".join(f"{k} {n}" for k, n in keywords)]
+    return "\n".join(out) + "\n"
+
+
+def _progress(done: int, total: int, result: dict[str, Any]) -> None:
+    outcome = result["outcome"]
+    if "compile_s" in result:
+        detail = f"{result['compile_s'] * 1e3:.0f} ms, {result['tests']} tests"
+        if "first_failure" in result:
+            detail += f"; {result['first_failure']['reason']}"
+    else:
+        detail = result.get("error") or result.get("limit") or ",".join(result.get("keywords", []))
+    print(f"  [{done}/{total}] {result['id']}: {outcome} ({detail})", file=sys.stderr, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--subsets", default=None, help="comma-separated; default: all")
     parser.add_argument("--subset", action="append", choices=SUBSETS, help="repeatable")
-    parser.add_argument("--limit", type=int, default=None, help="first N schemas per subset")
+    parser.add_argument("--id", action="append", dest="ids", help="only these ids (repeatable)")
+    parser.add_argument("--limit", type=int, default=50, help="first N schemas per subset")
+    parser.add_argument("--all", action="store_true", help="every schema (no --limit)")
+    parser.add_argument("--tokenizer", default="llama3", help="llama3, gpt2 or a tokenizer.json")
     parser.add_argument("--lenient", action="store_true", help="strict=False")
     parser.add_argument("--whitespace", default="compact")
     parser.add_argument("--max-states", type=int, default=100_000)
-    parser.add_argument("--timeout-s", type=float, default=20.0)
+    parser.add_argument("--timeout-s", type=float, default=10.0, help="per compile")
     parser.add_argument(
-        "--out", type=Path, default=Path("bench/results/jsonschemabench_coverage.json")
+        "--hard-timeout-s",
+        type=float,
+        default=None,
+        help="kill the worker past this (compile + walks); default 3 x timeout + 30",
     )
-    parser.add_argument("--verbose", action="store_true", help="list failing ids on stderr")
+    parser.add_argument("--in-process", action="store_true", help="no worker (debugging)")
+    parser.add_argument(
+        "--out", type=Path, default=ROOT / "bench" / "results" / "jsonschemabench_coverage.json"
+    )
     args = parser.parse_args(argv)
-    options = JsonOptions(whitespace=args.whitespace, strict=not args.lenient)
+
+    subsets = list(args.subset or [])
+    if args.subsets:
+        subsets += [s.strip() for s in args.subsets.split(",") if s.strip()]
+    unknown = [s for s in subsets if s not in SUBSETS]
+    if unknown:
+        parser.error(f"unknown subsets {unknown}; expected some of {', '.join(SUBSETS)}")
+    subsets = list(dict.fromkeys(subsets)) or list(SUBSETS)
+    limit = None if args.all else args.limit
+    ids = set(args.ids) if args.ids else None
+
+    from fsmcompile import Vocabulary
+
+    label, path = resolve_tokenizer(args.tokenizer)
+    started = time.perf_counter()
+    vocab = Vocabulary.from_file(path)
+    vocab.trie  # noqa: B018 - built once here, inherited by the worker
+    vocab.fingerprint  # noqa: B018 - part of every cache key compile_spec computes
+    vocab.encode("{}")  # the tokenizer itself
+    options = {"whitespace": args.whitespace, "strict": not args.lenient}
+    warm_up(vocab, options)
+    print(
+        f"tokenizer {label} ({path}): {vocab.size} ids, EOS {list(vocab.eos_token_ids)}, "
+        f"loaded and warmed up in {time.perf_counter() - started:.1f} s",
+        file=sys.stderr,
+    )
+    settings = {"options": options, "timeout_s": args.timeout_s, "max_states": args.max_states}
+    hard = args.hard_timeout_s or 3 * args.timeout_s + 30
+    runner = Runner(vocab, settings, hard, in_process=args.in_process)
+
     report: dict[str, Any] = {
-        "machine": platform.platform(),
-        "python": platform.python_version(),
+        "machine": machine(),
+        "tokenizer": {
+            "label": label,
+            "path": str(path),
+            "size": vocab.size,
+            "eos": list(vocab.eos_token_ids),
+        },
         "options": {
-            "whitespace": args.whitespace,
-            "strict": not args.lenient,
+            **options,
             "max_states": args.max_states,
             "timeout_s": args.timeout_s,
-            "limit": args.limit,
+            "hard_timeout_s": hard,
+            "limit": limit,
         },
         "subsets": {},
     }
-    header = (
-        f"{'subset':16} {'n':>5} {'comp':>5} {'pass':>5} {'over':>5} {'under':>5} "
-        f"{'unsup':>5} {'budg':>5} {'err':>5} {'p50 s':>7} {'p90 s':>7} {'p99 s':>7}"
-    )
-    print(header)
-    for subset in args.subset or list(SUBSETS):
-        results = []
-        for record in load_records(subset, args.limit):
-            result = check_record(
-                record, options=options, max_states=args.max_states, timeout_s=args.timeout_s
-            )
-            results.append(result)
-            if args.verbose and (
-                result["status"] != "compiled"
-                or result["under_constrained"]
-                or result["over_constrained"]
-            ):
-                print(
-                    json.dumps({k: v for k, v in result.items() if k != "relaxed"}), file=sys.stderr
-                )
-        summary = summarize(results)
-        report["subsets"][subset] = {"summary": summary, "results": results}
-
-        def fmt(x: float | None) -> str:
-            return "-" if x is None else f"{x:.3f}"
-
-        print(
-            f"{subset:16} {summary['schemas']:5} {summary['compiled']:5} {summary['passed']:5} "
-            f"{summary['over_constrained']:5} {summary['under_constrained']:5} "
-            f"{summary['unsupported']:5} {summary['budget']:5} {summary['error']:5} "
-            f"{fmt(summary['compile_s_p50']):>7} {fmt(summary['compile_s_p90']):>7} "
-            f"{fmt(summary['compile_s_p99']):>7}",
-            flush=True,
-        )
+    md_path = args.out.with_suffix(".md")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=1) + "\n")
+    print("\n".join(table_lines({})), flush=True)
+    all_results: list[dict[str, Any]] = []
+    try:
+        for subset in subsets:
+            records = load_records(subset, limit, ids)
+            print(f"{subset}: {len(records)} schemas", file=sys.stderr, flush=True)
+            results = []
+            for done, record in enumerate(records, 1):
+                tests = prepare_tests(record, vocab, args.whitespace)
+                result = runner.run(record, tests)
+                result.setdefault("subset", subset)
+                _progress(done, len(records), result)
+                results.append(result)
+            all_results += results
+            summary = summarize(results)
+            report["subsets"][subset] = {"summary": summary, "results": results}
+            print(table_lines({subset: summary})[1], flush=True)
+            _write(report, args.out, md_path)
+    finally:
+        runner.close()
+    report["total"] = summarize(all_results)
+    print(table_lines({"total": report["total"]})[1], flush=True)
+    if report["total"]["disagreements"]:
+        print(
+            f"{report['total']['disagreements']} mask/advance disagreements: see {md_path}",
+            file=sys.stderr,
+        )
+    _write(report, args.out, md_path)
+    print(f"wrote {args.out} and {md_path}", file=sys.stderr)
     return 0
+
+
+def _write(report: dict[str, Any], json_path: Path, md_path: Path) -> None:
+    """JSON (per-token mask samples left out) and Markdown, after every subset."""
+    slim = {
+        **report,
+        "subsets": {
+            name: {
+                "summary": s["summary"],
+                "results": [{k: v for k, v in r.items() if k != "mask_ns"} for r in s["results"]],
+            }
+            for name, s in report["subsets"].items()
+        },
+    }
+    json_path.write_text(json.dumps(slim, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    md_path.write_text(markdown(report), encoding="utf-8")
 
 
 if __name__ == "__main__":
