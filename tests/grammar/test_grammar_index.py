@@ -127,7 +127,7 @@ def test_grammar_index_regex_artifact_is_refused(gpt2):
     from fsmcompile import artifact, compile_regex
 
     data = artifact.to_bytes(compile_regex("[ab]+", gpt2, cache=False))
-    with pytest.raises(ArtifactCorruptError, match="not a lark grammar artifact"):
+    with pytest.raises(ArtifactCorruptError, match="not a grammar artifact"):
         grammar_artifact.from_bytes(data, gpt2)
 
 

@@ -76,7 +76,7 @@ def random_walk(index: Any, vocab: Vocabulary, rng: random.Random) -> str | None
     matcher = matcher_for(index)
     eos = vocab.eos_token_ids[0]
     out: list[int] = []
-    for _ in range(300):
+    for _ in range(150):
         allowed = matcher.allowed_token_ids().tolist()
         assert allowed, f"dead end after {vocab.decode_bytes(out)!r}"
         choices = [t for t in allowed if t != eos]
@@ -116,13 +116,13 @@ def test_random_walks_through_a_recursive_schema_validate(vocab: Vocabulary) -> 
     index = compile_json_schema(TREE, vocab, cache=False)
     rng = random.Random(11)
     ended = 0
-    for _ in range(40):
+    for _ in range(16):
         text = random_walk(index, vocab, rng)
         if text is None:
             continue
         ended += 1
         jsonschema.validate(json.loads(text), TREE)
-    assert ended >= 10
+    assert ended >= 6
 
 
 def test_free_form_values_at_any_depth(vocab: Vocabulary) -> None:
@@ -135,7 +135,7 @@ def test_free_form_values_at_any_depth(vocab: Vocabulary) -> None:
         assert ok, (value, why)
     for bad in ('{"extra":1}', '{"id":"1"}', '{"id":1,"x":[1,]}', '{"id":1,"id2":{"a"}}'):
         assert not allowed_all_the_way(index, vocab, bad)[0], bad
-    walks = [random_walk(index, vocab, rng) for _ in range(30)]
+    walks = [random_walk(index, vocab, rng) for _ in range(10)]
     for text in walks:
         if text is not None:
             jsonschema.validate(json.loads(text), FREE_FORM)
