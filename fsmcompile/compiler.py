@@ -107,20 +107,6 @@ def lower_spec(
     raise SpecError(f"unknown spec kind {kind!r}; expected 'regex', 'json' or 'lark'")
 
 
-def build_automaton(
-    kind: Kind, spec: Any, options: Mapping[str, Any], *, max_states: int, deadline: float
-) -> ByteDFA:
-    """Spec → minimized byte DFA under the budgets.
-
-    Raises:
-        UnsupportedFeatureError: the spec is context-free (compile it with `compile_spec`).
-    """
-    from fsmcompile.automaton import build_dfa
-
-    node, _ = lower_spec(kind, spec, options, deadline=deadline)
-    return build_dfa(node, max_states=max_states, deadline=deadline)
-
-
 def _compile_uncached(
     kind: Kind,
     spec: Any,
@@ -302,7 +288,7 @@ def compile_json_schema(
 ) -> AnyIndex:
     """Compile a JSON Schema (dict, JSON text, or a Pydantic model class) into a token index.
 
-    Options (`whitespace`, `strict`, `max_recursion_depth`, ...) are those of
+    Options (`whitespace`, `strict`, `nesting_limit`, ...) are those of
     `fsmcompile.spec.json_schema.JsonOptions` and are part of the cache key.
 
     Raises:

@@ -275,7 +275,7 @@ def _counted(
         memo[key] = out
         return out
 
-    return rest(0, min(0, cap), True)
+    return rest(0, 0, True)
 
 
 def _expanded(members: list[_Member], extra: Node | None, comma: Node) -> Node | None:

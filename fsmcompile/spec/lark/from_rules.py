@@ -90,6 +90,7 @@ class _Writer:
                 raise SpecError(f"rule {name!r} matches nothing")
             self.trees[name] = tree
         self.first, self.nullable = self._first_sets()
+        self._first_memo: dict[_Tree, tuple[frozenset[str], bool]] = {}
         self.instances: dict[tuple[str, frozenset[str]], str] = {}
         self.pending: list[tuple[str, str, frozenset[str]]] = []
         self.helpers = 0
@@ -266,6 +267,14 @@ class _Writer:
         f, n = self._first(tree.item, first, nullable)
         return f, n or tree.min == 0
 
+    def first_of(self, tree: _Tree) -> tuple[frozenset[str], bool]:
+        """`_first` once the rules' sets are known, memoized (emitting asks per copy)."""
+        found = self._first_memo.get(tree)
+        if found is None:
+            found = self._first(tree, self.first, self.nullable)
+            self._first_memo[tree] = found
+        return found
+
     # -- trees → lark text -------------------------------------------------------------
 
     def instance(self, rule: str, follow: frozenset[str]) -> str:
@@ -286,7 +295,7 @@ class _Writer:
             after = follow
             for item in reversed(tree.items):
                 parts.append(self.emit(item, after, lines))
-                f, n = self._first(item, self.first, self.nullable)
+                f, n = self.first_of(item)
                 after = f | after if n else f
             return " ".join(reversed(parts))
         if isinstance(tree, _Choice):
@@ -295,7 +304,7 @@ class _Writer:
             if tree.nullable:
                 return f"({body})?"
             return body if len(options) == 1 else f"({body})"
-        first, _ = self._first(tree.item, self.first, self.nullable)
+        first, _ = self.first_of(tree.item)
         unit = f"({self.emit(tree.item, first | follow, lines)})"
         required = [unit] * tree.min
         if tree.max is None:
@@ -381,8 +390,12 @@ def _check_contexts(grammar: LarkGrammar) -> None:
             firsts[t] = _first_bytes(_dfa(grammar, t))
         return firsts[t]
 
-    follows: list[list[int]] = [
-        sorted({f for c in after[t] for f in grammar.contexts[c].terminals})
+    follows: list[list[ByteDFA]] = [
+        [
+            _dfa(grammar, f)
+            for f in sorted({f for c in after[t] for f in grammar.contexts[c].terminals})
+            if grammar.terminals[f].dfa is not None
+        ]
         for t in range(num_terminals)
     ]
     checked: set[tuple[int, int]] = set()
@@ -393,10 +406,7 @@ def _check_contexts(grammar: LarkGrammar) -> None:
                 if (a, b) in checked or not (a == b or first(a) & first(b)):
                     continue
                 checked.add((a, b))
-                follow = [f for f in follows[a] if grammar.terminals[f].dfa is not None]
-                witness = _lexing_conflict(
-                    _dfa(grammar, a), _dfa(grammar, b), a == b, [_dfa(grammar, f) for f in follow]
-                )
+                witness = _lexing_conflict(_dfa(grammar, a), _dfa(grammar, b), a == b, follows[a])
                 if witness is not None:
                     shown = witness.decode("utf-8", "replace")
                     raise UnsupportedFeatureError(
