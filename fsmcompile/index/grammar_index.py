@@ -29,6 +29,7 @@ from fsmcompile.index.grammar_lexer import (
     build_lexer_automaton,
     lexer_shapes,
 )
+from fsmcompile.index.grammar_regions import RegionServer, StayGroups
 from fsmcompile.index.grammar_walk import (
     ConstraintTable,
     SequenceTable,
@@ -166,17 +167,24 @@ def build_grammar_index(
     lexed = time.perf_counter()
 
     shapes = lexer_shapes(lexer, deadline)
-    sequences = SequenceTable()
-    records = walk_grammar_tokens(
-        shapes, vocab.trie, contexts_after, ignored.tolist(), sequences, ConstraintTable(), deadline
-    )
-    walked = time.perf_counter()
-
     exits = exit_sets(lexer, num_terminals)
     # Shapes keep labels and transitions, so every state of a shape has its exit set.
     shape_xset = np.zeros(shapes.num_shapes, dtype=np.int32)
     shape_xset[shapes.of_state] = exits.state_xset
-    groups = _groups(records, shape_xset, vocab, lexer.num_states)
+    regions = RegionServer(shapes, vocab)
+    sequences = SequenceTable()
+    records = walk_grammar_tokens(
+        shapes,
+        vocab.trie,
+        contexts_after,
+        ignored.tolist(),
+        sequences,
+        ConstraintTable(),
+        deadline,
+        regions=regions,
+    )
+    walked = time.perf_counter()
+    groups = _groups(records, shape_xset, vocab, lexer.num_states, regions.stays)
     state_kill, kill_masks = _kill_masks(lexer, vocab)
     logger.debug(
         "grammar index: %d lexer states (%d shapes), %d groups, %d dense masks; lexer %.1f ms, "
@@ -271,13 +279,18 @@ def _unique_rows(
 
 
 def _groups(
-    records: WalkRecords, state_xset: npt.NDArray[np.int32], vocab: Vocabulary, num_origins: int
+    records: WalkRecords,
+    state_xset: npt.NDArray[np.int32],
+    vocab: Vocabulary,
+    num_origins: int,
+    stays: StayGroups,
 ) -> dict[str, npt.NDArray[Any]]:
     """Group token outcomes by (seq, exit set, origins) and list each origin's groups.
 
     Grouping by the origin bitset first keeps the work linear in the records: the
     inside-a-string outcome of 100k tokens is one group shared by every string state,
-    never 100k x (string states) pairs.
+    never 100k x (string states) pairs. Region stays come grouped already (after the
+    walk's groups); their token patterns are packed once each.
     """
     trie = vocab.trie
     xset = state_xset[records.state].astype(np.uint64)
@@ -285,7 +298,9 @@ def _groups(
         [records.seq.astype(np.uint64)[:, None], xset[:, None], records.origins], axis=1
     )
     first, group_of_rec = _unique_rows(sig)
-    num_groups = first.shape[0]
+    walked = first.shape[0]
+    stay_pattern = np.asarray(stays.pattern, dtype=np.int64)
+    num_groups = walked + stay_pattern.shape[0]
     # Tokens of each record's trie node (several ids can share bytes).
     by_node = np.argsort(trie.token_node, kind="stable")
     node_sorted = trie.token_node[by_node].astype(np.int64)
@@ -296,19 +311,33 @@ def _groups(
     tokens = trie.token_ids[by_node[lo[rec] + offs]]
     member = _sorted_unique(group_of_rec[rec] * vocab.size + tokens)
     group_of, tokens = member // vocab.size, member % vocab.size
-    sizes = np.bincount(group_of, minlength=num_groups)
-    dense = np.flatnonzero(sizes >= _DENSE_MIN_TOKENS)
-    in_dense = np.full(num_groups, -1, dtype=np.int64)
+    pattern_sizes = np.asarray([p.shape[0] for p in stays.patterns], dtype=np.int64)
+    sizes = np.concatenate([np.bincount(group_of, minlength=walked), pattern_sizes[stay_pattern]])
+    dense = np.flatnonzero(sizes[:walked] >= _DENSE_MIN_TOKENS)
+    in_dense = np.full(walked, -1, dtype=np.int64)
     in_dense[dense] = np.arange(dense.shape[0])
     listed = in_dense[group_of] < 0
-    allowed = np.zeros((dense.shape[0], vocab.size), dtype=np.bool_)
+    # Dense rows: the walk's dense groups, then every dense stay pattern once.
+    dense_patterns = np.flatnonzero(pattern_sizes >= _DENSE_MIN_TOKENS)
+    allowed = np.zeros((dense.shape[0] + dense_patterns.shape[0], vocab.size), dtype=np.bool_)
     allowed[in_dense[group_of[~listed]], tokens[~listed]] = True
+    for i, p in enumerate(dense_patterns.tolist()):
+        allowed[dense.shape[0] + i, stays.patterns[p]] = True
     masks, row_of = np.unique(pack_bool_rows(allowed), axis=0, return_inverse=True)
+    row_of = row_of.reshape(-1)
+    row_of_pattern = np.full(pattern_sizes.shape[0], -1, dtype=np.int64)
+    row_of_pattern[dense_patterns] = row_of[dense.shape[0] :]
     group_dense = np.full(num_groups, -1, dtype=np.int32)
-    group_dense[dense] = row_of.reshape(-1)
+    group_dense[dense] = row_of[: dense.shape[0]]
+    group_dense[walked:] = row_of_pattern[stay_pattern]
     listed_sizes = np.where(group_dense < 0, sizes, 0)
+    listed_stays = [stays.patterns[p] for p in stays.pattern if row_of_pattern[p] < 0]
+    group_tokens = np.concatenate([tokens[listed], *listed_stays])
     # Entries: (origin, group) pairs from each group's origin bitset, sorted by origin.
-    origin_bytes = np.ascontiguousarray(records.origins[first]).view(np.uint8)
+    words = records.origins.shape[1]
+    stay_origins = np.asarray(stays.origins, dtype=np.uint64).reshape(-1, words)
+    group_origins = np.concatenate([records.origins[first], stay_origins])
+    origin_bytes = np.ascontiguousarray(group_origins).view(np.uint8)
     flags = np.unpackbits(origin_bytes, axis=1, bitorder="little")[:, :num_origins]
     entry_group, entry_origin = np.nonzero(flags)
     order = np.lexsort((entry_group, entry_origin))
@@ -318,10 +347,14 @@ def _groups(
             np.int64
         ),
         "entry_group": entry_group.astype(np.int32),
-        "group_seq": records.seq[first].astype(np.int32),
-        "group_xset": state_xset[records.state[first]].astype(np.int32),
+        "group_seq": np.concatenate(
+            [records.seq[first], np.asarray(stays.seq, dtype=np.int64)]
+        ).astype(np.int32),
+        "group_xset": np.concatenate(
+            [state_xset[records.state[first]], state_xset[np.asarray(stays.state, dtype=np.int64)]]
+        ).astype(np.int32),
         "group_dense": group_dense,
         "group_token_start": np.concatenate([[0], np.cumsum(listed_sizes)]).astype(np.int64),
-        "group_tokens": tokens[listed].astype(np.int32),
+        "group_tokens": group_tokens.astype(np.int32),
         "masks": np.ascontiguousarray(masks, dtype=np.int32),
     }

@@ -26,6 +26,7 @@ import numpy.typing as npt
 
 from fsmcompile.errors import BudgetExceededError
 from fsmcompile.index.grammar_lexer import LexerAutomaton, LexerShapes
+from fsmcompile.index.grammar_regions import MAX_SERVED_DEPTH, Entries, RegionServer
 from fsmcompile.vocabulary.trie import TokenTrie
 
 Emitted = tuple[tuple[int, int], ...]
@@ -183,6 +184,8 @@ def walk_grammar_tokens(
     sequences: SequenceTable,
     constraints: ConstraintTable,
     deadline: float | None = None,
+    *,
+    regions: RegionServer | None = None,
 ) -> WalkRecords:
     """Outcomes of every text token from every lexer state, level by level through the trie.
 
@@ -224,25 +227,52 @@ def walk_grammar_tokens(
     starts0 = np.flatnonzero(np.concatenate([[True], np.diff(shapes.of_state[order]) != 0]))
     state = shapes.of_state[order][starts0].astype(np.int64)
     bits = _or_runs(onehot[order], starts0)
-    node = np.zeros(state.shape[0], dtype=np.int64)
     seq = np.zeros(state.shape[0], dtype=np.int64)
+    pending: dict[int, list[Entries]] = {}
+
+    def serve(depth: int, keep: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
+        """Hand region entries to `regions`; returns which entries stay in the frontier."""
+        if regions is None or depth > MAX_SERVED_DEPTH:
+            return keep
+        served = keep & (regions.role_of[state] >= 0) & (cid == 0)
+        if served.any():
+            left = regions.serve(depth, node[served], state[served], seq[served], bits[served])
+            for d in np.unique(depth_of[left.nodes]).tolist():
+                at = depth_of[left.nodes] == d
+                pending.setdefault(d, []).append(
+                    Entries(left.nodes[at], left.states[at], left.seq[at], left.bits[at])
+                )
+        kept: npt.NDArray[np.bool_] = keep & ~served
+        return kept
+
+    depth_of = np.zeros(trie.num_nodes, dtype=np.int64)
+    if regions is not None:
+        depth_of[trie.level_nodes] = np.repeat(
+            np.arange(trie.level_offsets.shape[0] - 1), np.diff(trie.level_offsets)
+        )
+    node = np.zeros(state.shape[0], dtype=np.int64)
     cid = np.zeros(state.shape[0], dtype=np.int64)
+    rooted = serve(0, np.ones(state.shape[0], dtype=np.bool_))
+    state, bits, node, seq, cid = (
+        state[rooted],
+        bits[rooted],
+        node[rooted],
+        seq[rooted],
+        cid[rooted],
+    )
     rec_node, rec_state, rec_seq, rec_bits = [], [], [], []
     first_level = True
+    depth = 0
 
-    while state.shape[0]:
+    while state.shape[0] or any(d > depth for d in pending):
+        depth += 1
         if deadline is not None and time.monotonic() > deadline:
             raise BudgetExceededError(
                 "compile timed out while walking the vocabulary", limit="timeout_s", value=0.0
             )
-        lo = trie.child_lo[node]
-        counts = trie.child_hi[node] - lo
-        total = int(counts.sum())
-        if total == 0:
+        parent, child = trie.children(node)
+        if child.shape[0] == 0 and not any(d >= depth for d in pending):
             break
-        parent = np.repeat(np.arange(state.shape[0]), counts)
-        pos = lo[parent] + (np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts))
-        child = trie.level_nodes[pos].astype(np.int64)
         cls = byte_class[child]
         q = state[parent]
         nq = trans[q, cls]
@@ -347,10 +377,21 @@ def walk_grammar_tokens(
                 e_cid[alive],
                 e_bits[alive],
             )
+        e_node = child[e_edge]
+        for joined in pending.pop(depth, ()):
+            e_node = np.concatenate([e_node, joined.nodes])
+            e_seq = np.concatenate([e_seq, joined.seq])
+            e_cid = np.concatenate([e_cid, np.zeros(joined.nodes.shape[0], dtype=np.int64)])
+            e_state = np.concatenate([e_state, joined.states])
+            e_bits = np.concatenate([e_bits, joined.bits])
         if e_state.shape[0] == 0:
+            if any(d > depth for d in pending):
+                state = node = seq = cid = e_state
+                bits = e_bits
+                continue
             break
         # Merge equal (node, shape, seq, constraints) entries; OR their origin bitsets.
-        cfg_key = np.stack([child[e_edge], e_seq, e_cid, e_state], axis=1)
+        cfg_key = np.stack([e_node, e_seq, e_cid, e_state], axis=1)
         order = _sort_rows(cfg_key)
         cfg_key = cfg_key[order]
         differs = np.any(cfg_key[1:] != cfg_key[:-1], axis=1)
@@ -363,6 +404,8 @@ def walk_grammar_tokens(
             rec_state.append(state[at_token])
             rec_seq.append(seq[at_token])
             rec_bits.append(bits[at_token])
+        kept = serve(depth, np.ones(state.shape[0], dtype=np.bool_))
+        node, seq, cid, state, bits = node[kept], seq[kept], cid[kept], state[kept], bits[kept]
     if not rec_node:
         empty = np.zeros(0, dtype=np.int64)
         return WalkRecords(empty, empty, empty, np.zeros((0, words), dtype=np.uint64))
@@ -389,14 +432,9 @@ def tokens_reaching_labels(
     node = np.zeros(1, dtype=np.int64)
     cur = np.array([state], dtype=np.int64)  # -2: an ancestor already reached a label
     while node.shape[0]:
-        lo = trie.child_lo[node]
-        counts = trie.child_hi[node] - lo
-        total = int(counts.sum())
-        if total == 0:
+        parent, child = trie.children(node)
+        if child.shape[0] == 0:
             break
-        parent = np.repeat(np.arange(node.shape[0]), counts)
-        pos = lo[parent] + (np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts))
-        child = trie.level_nodes[pos].astype(np.int64)
         q = cur[parent]
         nq = np.where(q == -2, -2, trans[np.maximum(q, 0), byte_class[child]])
         reached = (nq == -2) | has_label[np.where(nq >= 0, nq, -1)]

@@ -20,8 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fsmcompile.automaton.dfa import ByteDFA
-from fsmcompile.index.levels import LivenessLevels
-from fsmcompile.index.walk import SinkEvents, walk_live_tokens
+from fsmcompile.index.walk import SinkEvents
 from fsmcompile.vocabulary import Vocabulary
 
 # A state is an anchor when at least this many byte values loop back to it: string
@@ -30,7 +29,7 @@ _MIN_LOOP_BYTES = 64
 # Satellites are the states inside one character or escape sequence: never more than
 # this many bytes from the anchor (`\uXXXX` is 6), so candidates come from a bounded BFS.
 _MAX_SATELLITE_DEPTH = 6
-_MAX_REGION_STATES = 64
+_MAX_REGION_STATES = 63  # with the anchor, roles fit one uint64 bitset
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -84,6 +83,7 @@ def _satellites(
     targets_of: list[list[int]],
     loop_count: npt.NDArray[np.int64],
     full: npt.NDArray[np.int32],
+    barred: npt.NDArray[np.bool_],
 ) -> list[int] | None:
     """States near `anchor` that can only lead back into the region, in BFS order.
 
@@ -96,7 +96,7 @@ def _satellites(
         nxt: list[int] = []
         for state in frontier:
             for target in targets_of[state]:
-                if target in seen or loop_count[target] >= _MIN_LOOP_BYTES:
+                if target in seen or loop_count[target] >= _MIN_LOOP_BYTES or barred[target]:
                     continue
                 seen.add(target)
                 order.append(target)
@@ -133,20 +133,24 @@ def _canonical_order(anchor: int, members: set[int], full: npt.NDArray[np.int32]
     return order
 
 
-def find_regions(dfa: ByteDFA) -> list[Region]:
+def find_regions(dfa: ByteDFA, barred: npt.NDArray[np.bool_] | None = None) -> list[Region]:
     """Every anchor of `dfa` with its satellites and shape.
 
+    `barred` states are never part of a region (a grammar lexer bars the states where a
+    lexeme can be cut): they can only be exit targets.
     Cost: O(S * 256) to count loops plus a small BFS per anchor.
     """
     full = _full_table(dfa)
     loop_count = (full == np.arange(dfa.num_states)[:, None]).sum(axis=1)
+    if barred is None:
+        barred = np.zeros(dfa.num_states, dtype=np.bool_)
     regions: list[Region] = []
-    anchors = np.flatnonzero(loop_count >= _MIN_LOOP_BYTES).tolist()
+    anchors = np.flatnonzero((loop_count >= _MIN_LOOP_BYTES) & ~barred).tolist()
     if not anchors:
         return regions
     targets_of = _targets_by_state(full)
     for anchor in anchors:
-        satellites = _satellites(anchor, targets_of, loop_count, full)
+        satellites = _satellites(anchor, targets_of, loop_count, full, barred)
         if satellites is None:
             continue
         states = [anchor, *satellites]
@@ -175,36 +179,92 @@ def find_regions(dfa: ByteDFA) -> list[Region]:
     return regions
 
 
-def _identity_levels(num_states: int, height: int) -> LivenessLevels:
-    """No merging: shape automata are tiny and sinks must stay apart."""
-    canon = np.arange(num_states, dtype=np.int32)[None, :]
-    return LivenessLevels(
-        canon=canon, row_of_height=np.zeros(height + 1, dtype=np.int64), finest=canon[0]
+@dataclass(frozen=True, slots=True, eq=False)
+class RoleWalk:
+    """What every trie token does inside one region shape, from every role, when the
+    region is entered at one trie depth (0: a token starts in it).
+
+    Attributes:
+        end_role: int8[T, m], the role token t ends in when it is in role r at its
+            depth-`depth` node; -1 if it leaves the region or dies (or is not deeper).
+        exit_node / exit_sink / exit_role: int64[E], a token leaves the anchor through
+            exit `exit_sink` at trie node `exit_node` (whose byte was the exit byte),
+            having been in role `exit_role` at depth `depth`.
+    """
+
+    end_role: npt.NDArray[np.int8]
+    exit_node: npt.NDArray[np.int64]
+    exit_sink: npt.NDArray[np.int64]
+    exit_role: npt.NDArray[np.int64]
+
+
+def walk_roles(region: Region, vocab: Vocabulary, depth: int = 0) -> RoleWalk:
+    """Walk the trie below `depth` through a region's shape from all roles at once (cached).
+
+    A grammar lexer needs more than liveness: the state a token stops in decides which
+    terminals its lexeme can still become, so the walk keeps each token's end role. A
+    grammar also enters a region mid-token (after an opening quote), hence the depth.
+    Cost: one level-by-level walk over the nodes some role keeps alive, m roles wide.
+    """
+    cache: dict[tuple[str, int], RoleWalk] = vocab.__dict__.setdefault("_shape_role_walks", {})
+    found = cache.get((region.shape_key, depth))
+    if found is not None:
+        return found
+    trie = vocab.trie
+    num_roles = int(region.states.shape[0])
+    # One dead row at the end: role -1 indexes it and stays dead.
+    step = np.vstack([region.table, np.full((1, 256), -1, dtype=np.int32)]).astype(np.int16)
+    role_at = np.full((trie.num_nodes, num_roles), -1, dtype=np.int8)
+    level = trie.level_nodes[trie.level_offsets[depth] : trie.level_offsets[depth + 1]]
+    node = level.astype(np.int64)
+    roles = np.broadcast_to(np.arange(num_roles, dtype=np.int16), (node.shape[0], num_roles))
+    exit_node, exit_sink, exit_role = [], [], []
+    while node.shape[0]:
+        parent, child = trie.children(node)
+        if child.shape[0] == 0:
+            break
+        nxt = step[roles[parent], trie.node_byte[child][:, None]]
+        left = nxt >= num_roles
+        if left.any():
+            at, role = np.nonzero(left)
+            exit_node.append(child[at])
+            exit_sink.append(nxt[at, role].astype(np.int64) - num_roles)
+            exit_role.append(role.astype(np.int64))
+            nxt[left] = -1
+        alive = (nxt >= 0).any(axis=1)
+        node, roles = child[alive], nxt[alive]
+        role_at[node] = roles
+    empty = np.zeros(0, dtype=np.int64)
+    walk = RoleWalk(
+        end_role=role_at[trie.token_node],
+        exit_node=np.concatenate(exit_node) if exit_node else empty,
+        exit_sink=np.concatenate(exit_sink) if exit_sink else empty,
+        exit_role=np.concatenate(exit_role) if exit_role else empty,
     )
+    cache[(region.shape_key, depth)] = walk
+    return walk
 
 
 def walk_shape(region: Region, vocab: Vocabulary) -> ShapeWalk:
-    """Walk the vocabulary trie through a region's shape from every role (cached)."""
+    """Which tokens stay in a region's shape from each role, and where they leave (cached)."""
     cache: dict[str, ShapeWalk] = vocab.__dict__.setdefault("_shape_walks", {})
     found = cache.get(region.shape_key)
     if found is not None:
         return found
-    trie = vocab.trie
-    table = region.table
-    columns, class_of_byte = np.unique(table.T, axis=0, return_inverse=True)
-    num_roles = region.states.shape[0]
-    shape_dfa = ByteDFA(
-        transitions=np.ascontiguousarray(columns.T, dtype=np.int32),
-        class_of_byte=class_of_byte.reshape(-1).astype(np.int32),
-        accepting=np.zeros(table.shape[0], dtype=np.bool_),
+    roles = walk_roles(region, vocab)
+    num_roles = int(region.states.shape[0])
+    weights = np.left_shift(np.uint64(1), np.arange(num_roles, dtype=np.uint64))
+    stay = ((roles.end_role >= 0).astype(np.uint64) * weights).sum(axis=1, dtype=np.uint64)
+    # One event per (node, sink) with the bits of the roles that take it.
+    key = roles.exit_node * np.int64(region.table.shape[0]) + roles.exit_sink
+    uniq, inv = np.unique(key, return_inverse=True)
+    bits = np.zeros(uniq.shape[0], dtype=np.uint64)
+    np.bitwise_or.at(bits, inv.reshape(-1), weights[roles.exit_role])
+    events = SinkEvents(
+        nodes=uniq // region.table.shape[0],
+        states=uniq % region.table.shape[0] + num_roles,
+        bits=bits[:, None],
     )
-    sinks = np.zeros(table.shape[0], dtype=np.bool_)
-    sinks[num_roles:] = True
-    levels = _identity_levels(table.shape[0], int(trie.node_height[0]))
-    # Sink pairs are not marked reached, so `reached` holds exactly the staying tokens.
-    reached, events = walk_live_tokens(
-        shape_dfa, trie, levels, np.arange(num_roles, dtype=np.int32), sinks=sinks
-    )
-    walk = ShapeWalk(stay=reached[trie.token_node], events=events)
+    walk = ShapeWalk(stay=stay[:, None], events=events)
     cache[region.shape_key] = walk
     return walk

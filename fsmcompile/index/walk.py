@@ -137,12 +137,7 @@ def walk_live_tokens(
             raise BudgetExceededError(
                 "compile timed out while walking the vocabulary", limit="timeout_s", value=0.0
             )
-        lo = trie.child_lo[node]
-        counts = trie.child_hi[node] - lo
-        total = int(counts.sum())
-        parent = np.repeat(np.arange(state.shape[0]), counts)
-        pos = lo[parent] + (np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts))
-        child = trie.level_nodes[pos].astype(np.int64)
+        parent, child = trie.children(node)
         nxt = trans[state[parent], byte_class[child]].astype(np.int64)
         alive = nxt >= 0
         child, nxt, pair_bits = child[alive], nxt[alive], bits[parent[alive]]

@@ -61,6 +61,21 @@ class TokenTrie:
             }
         )
 
+    def children(
+        self, nodes: npt.NDArray[np.int64]
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """(parent position, child node) for every child of `nodes`, one level down.
+
+        Every walk of the trie goes level by level through this: `parent[i]` indexes
+        `nodes`, so per-entry data follows its children with one gather.
+        """
+        lo = self.child_lo[nodes]
+        counts = self.child_hi[nodes] - lo
+        total = int(counts.sum())
+        parent = np.repeat(np.arange(nodes.shape[0]), counts)
+        pos = lo[parent] + (np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts))
+        return parent, self.level_nodes[pos].astype(np.int64)
+
     @property
     def num_nodes(self) -> int:
         return int(self.node_byte.shape[0])

@@ -1,0 +1,134 @@
+"""Region serving changes how the grammar walk is done, never what it finds.
+
+For every origin lexer state, the outcomes (emitted sequence, end shape, token) of the
+walk with string interiors served from cached region walks must equal those of the plain
+walk that expands every entry, on real tokenizers and grammars with many interiors.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from fsmcompile.compiler import ROOT_RULE, lower_spec
+from fsmcompile.index.grammar_index import next_contexts
+from fsmcompile.index.grammar_lexer import build_lexer_automaton, lexer_shapes
+from fsmcompile.index.grammar_regions import RegionServer
+from fsmcompile.index.grammar_walk import (
+    ConstraintTable,
+    SequenceTable,
+    WalkRecords,
+    walk_grammar_tokens,
+)
+from fsmcompile.spec.lark import load_lark_grammar
+from fsmcompile.spec.lark.from_rules import grammar_from_rules
+from fsmcompile.spec.lark.grammar import LarkGrammar
+from fsmcompile.vocabulary import Vocabulary
+
+SCHEMAS = {
+    # Free-form extras: interiors in values, in listed keys' complements, in any-JSON.
+    "free_form": {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "tags": {"type": "array"}},
+        "required": ["name"],
+    },
+    # A recursive model with string fields in several terminals.
+    "tree": {
+        "$defs": {
+            "node": {
+                "type": "object",
+                "properties": {
+                    "label": {"type": "string"},
+                    "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}},
+                },
+                "required": ["label"],
+                "additionalProperties": False,
+            }
+        },
+        "$ref": "#/$defs/node",
+    },
+}
+
+
+def _schema_grammar(schema: dict[str, object]) -> LarkGrammar:
+    node, rules = lower_spec("json", schema, {})
+    return grammar_from_rules({ROOT_RULE: node, **rules}, ROOT_RULE, max_states=100_000)
+
+
+def _outcomes(
+    records: WalkRecords, server: RegionServer | None, vocab: Vocabulary, num_origins: int
+) -> npt.NDArray[np.int64]:
+    """Sorted distinct (origin, seq, end shape, token) rows of a walk, regions included."""
+    trie = vocab.trie
+    by_node: dict[int, npt.NDArray[np.int64]] = {}
+    order = np.argsort(trie.token_node, kind="stable")
+    nodes, starts = np.unique(trie.token_node[order], return_index=True)
+    bounds = np.append(starts, order.shape[0])
+    for i, n in enumerate(nodes.tolist()):
+        by_node[n] = trie.token_ids[order[bounds[i] : bounds[i + 1]]]
+    rows = []
+    flags = np.unpackbits(
+        np.ascontiguousarray(records.origins).view(np.uint8), axis=1, bitorder="little"
+    )[:, :num_origins]
+    for r in range(records.node.shape[0]):
+        tokens = by_node[int(records.node[r])]
+        for origin in np.flatnonzero(flags[r]).tolist():
+            block = np.empty((tokens.shape[0], 4), dtype=np.int64)
+            block[:, 0] = origin
+            block[:, 1] = records.seq[r]
+            block[:, 2] = records.state[r]
+            block[:, 3] = tokens
+            rows.append(block)
+    if server is not None:
+        stays = server.stays
+        for g in range(len(stays.pattern)):
+            bits = np.asarray(stays.origins[g], dtype=np.uint64)[None, :]
+            row_flags = np.unpackbits(bits.view(np.uint8), axis=1, bitorder="little")[0]
+            tokens = stays.patterns[stays.pattern[g]]
+            for origin in np.flatnonzero(row_flags[:num_origins]).tolist():
+                block = np.empty((tokens.shape[0], 4), dtype=np.int64)
+                block[:, 0] = origin
+                block[:, 1] = stays.seq[g]
+                block[:, 2] = stays.state[g]
+                block[:, 3] = tokens
+                rows.append(block)
+    return np.unique(np.concatenate(rows), axis=0)
+
+
+def _walk_both(
+    grammar: LarkGrammar, vocab: Vocabulary
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], RegionServer]:
+    lexer = build_lexer_automaton(grammar, max_states=100_000)
+    shapes = lexer_shapes(lexer)
+    contexts = next_contexts(grammar.table, len(grammar.terminals))
+    ignored = grammar.ignored.tolist()
+    results = []
+    server = RegionServer(shapes, vocab)
+    for regions in (None, server):
+        # One sequence table for both, so equal sequences get equal ids.
+        records = walk_grammar_tokens(
+            shapes, vocab.trie, contexts, ignored, SEQUENCES, ConstraintTable(), regions=regions
+        )
+        results.append(_outcomes(records, regions, vocab, lexer.num_states))
+    return results[0], results[1], server
+
+
+SEQUENCES = SequenceTable()
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+def test_served_schema_walk_equals_plain_walk(name: str, gpt2: Vocabulary) -> None:
+    plain, served, server = _walk_both(_schema_grammar(SCHEMAS[name]), gpt2)
+    assert server.regions, "the grammar should have string interiors to serve"
+    assert server.stays.pattern, "some tokens should stay inside an interior"
+    assert np.array_equal(plain, served)
+
+
+def test_served_json_lark_walk_equals_plain_walk(phi3: Vocabulary) -> None:
+    text = (Path(__file__).resolve().parents[2] / "grammars" / "json.lark").read_text("utf-8")
+    plain, served, server = _walk_both(load_lark_grammar(text), phi3)
+    assert server.regions
+    assert np.array_equal(plain, served)
