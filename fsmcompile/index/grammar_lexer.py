@@ -248,12 +248,19 @@ def build_lexer_automaton(
             term_entry.append(nfa.build(term.node, match_of_terminal[t]))
     class_of_byte, class_byte = _byte_classes(nfa)
     num_classes = len(class_byte)
-    step: list[list[int] | None] = [
-        [o[0] if any(lo <= b <= hi for lo, hi in r) else -1 for b in class_byte]
-        if k == _BYTE
-        else None
-        for k, r, o in zip(nfa.kind, nfa.ranges, nfa.out, strict=True)
-    ]
+    # Ranges are unions of whole classes (the classes are cut at every range bound), so a
+    # range covers the classes from its low byte's to its high byte's.
+    step: list[list[int] | None] = []
+    class_at = class_of_byte.tolist()
+    for k, r, o in zip(nfa.kind, nfa.ranges, nfa.out, strict=True):
+        if k != _BYTE:
+            step.append(None)
+            continue
+        targets = [-1] * num_classes
+        for lo, hi in r:
+            first, last = class_at[lo], class_at[hi]
+            targets[first : last + 1] = [o[0]] * (last - first + 1)
+        step.append(targets)
     is_match = [k == _MATCH for k in nfa.kind]
     ignored_thread = [bool(grammar.ignored[t]) for t in nfa.owner]
     unless_ids = {ctx.unless: i for i, ctx in enumerate(grammar.contexts)}

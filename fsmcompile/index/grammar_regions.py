@@ -97,6 +97,8 @@ class RegionServer:
         self._num_nodes = trie.num_nodes
         self.stays = StayGroups()
         self._views: dict[tuple[str, int, int], _RoleView] = {}
+        # Scratch: the group of each served node (-1 elsewhere), reset after each use.
+        self._group_of_node = np.full(self._num_nodes, -1, dtype=np.int64)
 
     def _ancestors(self, depth: int, nodes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """The depth-`depth` ancestor of each node (nodes deeper than `depth`).
@@ -144,15 +146,21 @@ class RegionServer:
         """
         words = bits.shape[1]
         out_nodes, out_states, out_seq, out_bits = [], [], [], []
-        pairs = np.stack([states, seq], axis=1)
-        classes, class_of = np.unique(pairs, axis=0, return_inverse=True)
+        span = int(seq.max()) + 1
+        classes, class_of = np.unique(states * span + seq, return_inverse=True)
         class_of = class_of.reshape(-1)
-        for c, (state, sq) in enumerate(classes.tolist()):
+        row = np.dtype((np.void, bits.dtype.itemsize * words))
+        group_of_node = self._group_of_node
+        for c, packed in enumerate(classes.tolist()):
+            state, sq = divmod(packed, span)
             members = np.flatnonzero(class_of == c)
             # Within one (shape, seq) the walk's entries have distinct nodes; equal origin
             # bitsets make one group.
-            uniq_bits, group = np.unique(bits[members], axis=0, return_inverse=True)
-            group_of_node = np.full(self._num_nodes, -1, dtype=np.int64)
+            member_bits = np.ascontiguousarray(bits[members])
+            _, first, group = np.unique(
+                member_bits.view(row).reshape(-1), return_index=True, return_inverse=True
+            )
+            uniq_bits = member_bits[first]
             group_of_node[nodes[members]] = group.reshape(-1)
             region = self.regions[int(self.region_of[state])]
             view = self._walk(region, int(self.role_of[state]), depth)
@@ -179,6 +187,7 @@ class RegionServer:
                 out_states.append(region.exit_targets[view.exit_sink[picked]])
                 out_seq.append(np.full(int(picked.sum()), sq, dtype=np.int64))
                 out_bits.append(uniq_bits[g[picked]])
+            group_of_node[nodes[members]] = -1
         if not out_nodes:
             empty = np.zeros(0, dtype=np.int64)
             return Entries(empty, empty, empty, np.zeros((0, words), dtype=np.uint64))
