@@ -11,7 +11,11 @@ by value would walk it exponentially often.
 from __future__ import annotations
 
 import logging
+import threading
 import time
+
+import numpy as np
+import numpy.typing as npt
 
 from fsmcompile.automaton.budget import Budget
 from fsmcompile.automaton.canonical import canonical_dfa
@@ -24,6 +28,23 @@ from fsmcompile.automaton.minimize import equivalence_classes, minimized, quotie
 from fsmcompile.errors import SpecError, UnsupportedFeatureError
 
 logger = logging.getLogger(__name__)
+
+# Sub-trees that many specs share by identity (a JSON Schema format's IR is made once per
+# process): each is built once, kept minimized with the byte classes it was built over,
+# and re-expressed over a later build's classes, which always refine its own.
+_kept: dict[int, Node] = {}
+_kept_built: dict[int, tuple[Fragment, npt.NDArray[np.int32]]] = {}
+_kept_lock = threading.Lock()
+
+
+def keep_built(node: Node) -> Node:
+    """Mark `node` (a sub-tree made once and shared by many specs) to be built only once.
+
+    Returns `node`. The node is held for the life of the process, so its id stays its own.
+    """
+    with _kept_lock:
+        _kept[id(node)] = node
+    return node
 
 
 def build_dfa(node: Node, *, max_states: int = 200_000, deadline: float | None = None) -> ByteDFA:
@@ -80,6 +101,17 @@ class _Builder:
         self.budget = budget
         self.memo: dict[int, tuple[Node, Fragment]] = {}  # id → (node kept alive, result)
         self.leaves: dict[CharSet | ByteSet, Fragment] = {}
+        # A byte of each class, to map this build's classes onto a kept node's classes.
+        self.class_byte = np.unique(classes.class_of_byte, return_index=True)[1]
+
+    def _kept_fragment(self, node: Node) -> Fragment | None:
+        with _kept_lock:
+            found = _kept_built.get(id(node))
+        if found is None:
+            return None
+        fragment, class_of_byte = found
+        columns = class_of_byte[self.class_byte]
+        return Fragment(np.ascontiguousarray(fragment.trans[:, columns]), fragment.accepting, True)
 
     def build(self, node: Node) -> Fragment:
         hit = self.memo.get(id(node))
@@ -93,6 +125,12 @@ class _Builder:
         self.budget.check_time()
         width = self.classes.num_classes
         result: Fragment
+        kept = id(node) in _kept
+        if kept:
+            found = self._kept_fragment(node)
+            if found is not None:
+                self.memo[id(node)] = (node, found)
+                return found
         if isinstance(node, (CharSet, ByteSet)):
             leaf = self.leaves.get(node)
             if leaf is None:
@@ -119,5 +157,9 @@ class _Builder:
             )
         else:
             raise TypeError(f"not an IR node: {type(node).__name__}")
+        if kept and not result.is_nothing:
+            result = minimized(result, self.budget)
+            with _kept_lock:
+                _kept_built[id(node)] = (result, self.classes.class_of_byte)
         self.memo[id(node)] = (node, result)
         return result

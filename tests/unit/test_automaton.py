@@ -383,3 +383,24 @@ def test_hopcroft_refine_matches_reference(seed: int) -> None:
     start = np.unique(np.array(shapes), return_inverse=True)[1].astype(np.int32)
     got = refine(frag.trans, start, Budget(10**6, None)).tolist()
     assert same_partition(got, reference_classes(frag.trans, frag.accepting))
+
+
+@pytest.mark.parametrize("fmt", ["date-time", "email", "uri", "ipv6"])
+def test_kept_format_automaton_is_reused_exactly(fmt: str) -> None:
+    """A format's automaton built once and re-expressed over another build's byte classes
+    gives the same DFA as building a fresh, unshared copy of the format's IR."""
+    import copy
+
+    from fsmcompile.spec.json_schema.strings import format_content
+
+    kept = format_content(fmt)
+    assert kept is not None
+    fresh = copy.deepcopy(kept)  # another identity: never shared
+    for context in (r'"[a-c]*', r'[\x00-\x1f]?x'):  # different byte classes around it
+        shared_dfa = build_dfa(Concat((parse_regex(context), kept)))
+        again = build_dfa(Concat((parse_regex(context), kept)))
+        plain = build_dfa(Concat((parse_regex(context), fresh)))
+        for dfa in (shared_dfa, again):
+            assert np.array_equal(dfa.transitions, plain.transitions)
+            assert np.array_equal(dfa.class_of_byte, plain.class_of_byte)
+            assert np.array_equal(dfa.accepting, plain.accepting)

@@ -292,8 +292,10 @@ def lower_string(lw: Lowerer, conj: Conjunction) -> Lowered:
 
 @functools.cache
 def format_content(name: str) -> Node | None:
-    """The escaped content IR of a known format (cached: formats are shared)."""
+    """The escaped content IR of a known format (cached: formats are shared, and so is
+    their automaton: `keep_built`)."""
+    from fsmcompile.automaton.build import keep_built
     from fsmcompile.spec.json_schema.formats import format_ir
 
     node = format_ir(name)
-    return None if node is None else encode_content(node)
+    return None if node is None else keep_built(encode_content(node))
