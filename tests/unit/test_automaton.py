@@ -396,7 +396,7 @@ def test_kept_format_automaton_is_reused_exactly(fmt: str) -> None:
     kept = format_content(fmt)
     assert kept is not None
     fresh = copy.deepcopy(kept)  # another identity: never shared
-    for context in (r'"[a-c]*', r'[\x00-\x1f]?x'):  # different byte classes around it
+    for context in (r'"[a-c]*', r"[\x00-\x1f]?x"):  # different byte classes around it
         shared_dfa = build_dfa(Concat((parse_regex(context), kept)))
         again = build_dfa(Concat((parse_regex(context), kept)))
         plain = build_dfa(Concat((parse_regex(context), fresh)))
