@@ -228,38 +228,28 @@ def walk_grammar_tokens(
     state = shapes.of_state[order][starts0].astype(np.int64)
     bits = _or_runs(onehot[order], starts0)
     seq = np.zeros(state.shape[0], dtype=np.int64)
-    pending: dict[int, list[Entries]] = {}
+    node = np.zeros(state.shape[0], dtype=np.int64)
+    cid = np.zeros(state.shape[0], dtype=np.int64)
+    pending: dict[int, list[Entries]] = {}  # served entries' exits, by trie depth
+    depth_of = trie.node_depths() if regions is not None else None
 
-    def serve(depth: int, keep: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
-        """Hand region entries to `regions`; returns which entries stay in the frontier."""
-        if regions is None or depth > MAX_SERVED_DEPTH:
-            return keep
-        served = keep & (regions.role_of[state] >= 0) & (cid == 0)
-        if served.any():
-            left = regions.serve(depth, node[served], state[served], seq[served], bits[served])
-            for d in np.unique(depth_of[left.nodes]).tolist():
-                at = depth_of[left.nodes] == d
+    def served(depth: int) -> npt.NDArray[np.bool_]:
+        """Hand the frontier's region entries to `regions`; returns which they were."""
+        if regions is None or depth_of is None or depth > MAX_SERVED_DEPTH:
+            return np.zeros(state.shape[0], dtype=np.bool_)
+        picked: npt.NDArray[np.bool_] = (regions.role_of[state] >= 0) & (cid == 0)
+        if picked.any():
+            left = regions.serve(depth, node[picked], state[picked], seq[picked], bits[picked])
+            left_depth = depth_of[left.nodes]
+            for d in np.unique(left_depth).tolist():
+                at = left_depth == d
                 pending.setdefault(d, []).append(
                     Entries(left.nodes[at], left.states[at], left.seq[at], left.bits[at])
                 )
-        kept: npt.NDArray[np.bool_] = keep & ~served
-        return kept
+        return picked
 
-    depth_of = np.zeros(trie.num_nodes, dtype=np.int64)
-    if regions is not None:
-        depth_of[trie.level_nodes] = np.repeat(
-            np.arange(trie.level_offsets.shape[0] - 1), np.diff(trie.level_offsets)
-        )
-    node = np.zeros(state.shape[0], dtype=np.int64)
-    cid = np.zeros(state.shape[0], dtype=np.int64)
-    rooted = serve(0, np.ones(state.shape[0], dtype=np.bool_))
-    state, bits, node, seq, cid = (
-        state[rooted],
-        bits[rooted],
-        node[rooted],
-        seq[rooted],
-        cid[rooted],
-    )
+    kept = ~served(0)
+    state, bits, node, seq, cid = state[kept], bits[kept], node[kept], seq[kept], cid[kept]
     rec_node, rec_state, rec_seq, rec_bits = [], [], [], []
     first_level = True
     depth = 0
@@ -404,7 +394,7 @@ def walk_grammar_tokens(
             rec_state.append(state[at_token])
             rec_seq.append(seq[at_token])
             rec_bits.append(bits[at_token])
-        kept = serve(depth, np.ones(state.shape[0], dtype=np.bool_))
+        kept = ~served(depth)
         node, seq, cid, state, bits = node[kept], seq[kept], cid[kept], state[kept], bits[kept]
     if not rec_node:
         empty = np.zeros(0, dtype=np.int64)

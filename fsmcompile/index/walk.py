@@ -125,11 +125,7 @@ def walk_live_tokens(
     bits = _one_hot(starting.astype(np.int64), words)
     injected_by_depth: dict[int, npt.NDArray[np.int64]] = {}
     if injections is not None and injections.nodes.shape[0]:
-        depth_of = np.zeros(trie.num_nodes, dtype=np.int64)
-        depth_of[trie.level_nodes] = np.repeat(
-            np.arange(trie.level_offsets.shape[0] - 1), np.diff(trie.level_offsets)
-        )
-        injected_depth = depth_of[injections.nodes]
+        injected_depth = trie.node_depths()[injections.nodes]
         for depth in np.unique(injected_depth).tolist():
             injected_by_depth[int(depth)] = np.flatnonzero(injected_depth == depth)
     for depth in range(1, trie.depth + 1):

@@ -76,6 +76,14 @@ class TokenTrie:
         pos = lo[parent] + (np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts))
         return parent, self.level_nodes[pos].astype(np.int64)
 
+    def node_depths(self) -> npt.NDArray[np.int64]:
+        """int64[N]: the depth of every node (root 0), from the level lists."""
+        depth = np.zeros(self.num_nodes, dtype=np.int64)
+        depth[self.level_nodes] = np.repeat(
+            np.arange(self.level_offsets.shape[0] - 1), np.diff(self.level_offsets)
+        )
+        return depth
+
     @property
     def num_nodes(self) -> int:
         return int(self.node_byte.shape[0])
