@@ -22,10 +22,21 @@ from fsmcompile.automaton.canonical import canonical_dfa
 from fsmcompile.automaton.compose import concat, intersection, repeat, union
 from fsmcompile.automaton.dfa import ByteDFA
 from fsmcompile.automaton.fragment import Fragment
-from fsmcompile.automaton.ir import Alt, And, ByteSet, CharSet, Concat, Node, Ref, Repeat
+from fsmcompile.automaton.ir import (
+    Alt,
+    And,
+    ByteSet,
+    CharSet,
+    Concat,
+    Node,
+    Ref,
+    Repeat,
+    content_key,
+)
 from fsmcompile.automaton.leaves import ByteClasses, byteset_fragment, charset_fragment, classes_for
 from fsmcompile.automaton.minimize import equivalence_classes, minimized, quotient
 from fsmcompile.errors import SpecError, UnsupportedFeatureError
+from fsmcompile.memo import StageMemo
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +46,17 @@ logger = logging.getLogger(__name__)
 _kept: dict[int, Node] = {}
 _kept_built: dict[int, tuple[Fragment, npt.NDArray[np.int32]]] = {}
 _kept_lock = threading.Lock()
+
+
+def _dfa_bytes(dfa: ByteDFA) -> int:
+    return int(dfa.transitions.nbytes + dfa.accepting.nbytes + dfa.class_of_byte.nbytes)
+
+
+_built_dfas: StageMemo[bytes, ByteDFA] = StageMemo(
+    4096, max_bytes=64 * 1024 * 1024, size_of=_dfa_bytes
+)
+"""Built automata by the content of their tree: generated grammars rebuild the same
+terminals (the any-JSON value, its strings and numbers) for every schema."""
 
 
 def keep_built(node: Node) -> Node:
@@ -64,7 +86,18 @@ def build_dfa(node: Node, *, max_states: int = 200_000, deadline: float | None =
         SpecError: the language is empty ("matches no string").
         BudgetExceededError: `max_states` (limit="max_states") or the deadline
             (limit="timeout_s") was exceeded.
+
+    Results are memoized by the tree's content (`content_key`) for the process; a kept
+    automaton larger than `max_states` is refused as a fresh build would refuse it.
     """
+    dfa = _built_dfas.get_or_make(
+        content_key(node), lambda: _build_dfa(node, max_states=max_states, deadline=deadline)
+    )
+    Budget(max_states, deadline).reserve(dfa.num_states, "the automaton")
+    return dfa
+
+
+def _build_dfa(node: Node, *, max_states: int, deadline: float | None) -> ByteDFA:
     started = time.perf_counter()
     budget = Budget(max_states, deadline)
     classes = classes_for(node)
@@ -81,6 +114,8 @@ def build_dfa(node: Node, *, max_states: int = 200_000, deadline: float | None =
         trans, accepting, start = quotient(trans, accepting, blocks)
     budget.check_time()
     dfa = canonical_dfa(trans, accepting, start, classes.class_of_byte)
+    for array in (dfa.transitions, dfa.accepting, dfa.class_of_byte):
+        array.flags.writeable = False  # memoized and shared: nobody may change it
     logger.debug(
         "built DFA: %d states, %d classes (construction %d states, %.1f ms; "
         "minimize + number %.1f ms)",

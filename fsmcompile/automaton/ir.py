@@ -8,6 +8,7 @@ UTF-8 byte sequences. Nodes are immutable and hashable so builders can memoize t
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -98,6 +99,40 @@ def nodes(root: Node) -> Iterator[Node]:
             stack.append(node.item)
         elif isinstance(node, (Concat, Alt, And)):
             stack.extend(node.items)
+
+
+def content_key(root: Node) -> bytes:
+    """A 16-byte digest of the language tree's content, equal for equal trees.
+
+    Each distinct node (by identity) is hashed once from its children's digests, so a
+    shared DAG costs its size, not the size of its expansion as `hash(node)` would.
+    """
+    digests: dict[int, bytes] = {}
+    stack: list[tuple[Node, bool]] = [(root, False)]
+    while stack:
+        node, ready = stack.pop()
+        if id(node) in digests:
+            continue
+        children: tuple[Node, ...] = ()
+        if isinstance(node, Repeat):
+            children = (node.item,)
+        elif isinstance(node, (Concat, Alt, And)):
+            children = node.items
+        if not ready:
+            stack.append((node, True))
+            stack.extend((c, False) for c in children if id(c) not in digests)
+            continue
+        h = hashlib.blake2b(type(node).__name__.encode(), digest_size=16)
+        if isinstance(node, (CharSet, ByteSet)):
+            h.update(repr(node.ranges).encode())
+        elif isinstance(node, Ref):
+            h.update(node.name.encode())
+        elif isinstance(node, Repeat):
+            h.update(f"{node.min},{node.max}".encode())
+        for child in children:
+            h.update(digests[id(child)])
+        digests[id(node)] = h.digest()
+    return digests[id(root)]
 
 
 def normalize_ranges(ranges: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:

@@ -17,8 +17,10 @@ from fsmcompile.automaton.ir import (
     ByteSet,
     Concat,
     Node,
+    Ref,
     alt,
     chars,
+    content_key,
     literal,
     negate,
     optional,
@@ -27,6 +29,7 @@ from fsmcompile.automaton.ir import (
 )
 from fsmcompile.automaton.utf8 import encode, utf8_sequences
 from fsmcompile.errors import BudgetExceededError, SpecError
+from fsmcompile.memo import clear_stage_memos
 from fsmcompile.spec.regex import parse_regex
 from fsmcompile.types import DEAD
 
@@ -397,10 +400,50 @@ def test_kept_format_automaton_is_reused_exactly(fmt: str) -> None:
     assert kept is not None
     fresh = copy.deepcopy(kept)  # another identity: never shared
     for context in (r'"[a-c]*', r"[\x00-\x1f]?x"):  # different byte classes around it
+        # Each build from scratch: the whole-tree memo would otherwise answer all three.
+        clear_stage_memos()
         shared_dfa = build_dfa(Concat((parse_regex(context), kept)))
+        clear_stage_memos()
         again = build_dfa(Concat((parse_regex(context), kept)))
+        clear_stage_memos()
         plain = build_dfa(Concat((parse_regex(context), fresh)))
         for dfa in (shared_dfa, again):
             assert np.array_equal(dfa.transitions, plain.transitions)
             assert np.array_equal(dfa.class_of_byte, plain.class_of_byte)
             assert np.array_equal(dfa.accepting, plain.accepting)
+
+
+def test_content_key_is_equal_for_equal_trees_only() -> None:
+    a = parse_regex("ab(c|d)*e{2,3}")
+    assert content_key(a) == content_key(parse_regex("ab(c|d)*e{2,3}"))
+    for other in ("ab(c|d)*e{2,4}", "ab(d|c)*e{2,3}", "ab(c|d)+e{2,3}", "ab(c|e)*e{2,3}"):
+        assert content_key(a) != content_key(parse_regex(other)), other
+    # Ref names and node kinds count: Concat((x,)) is not x, And is not Alt.
+    x = literal("x")
+    assert content_key(Concat((x,))) != content_key(x)
+    assert content_key(And((x, x))) != content_key(Alt((x, x)))
+    assert content_key(Ref("a")) != content_key(Ref("b"))
+
+
+def test_content_key_of_a_shared_dag_costs_its_size() -> None:
+    """60 levels of a node used twice would be 2**60 nodes written out as a tree."""
+    node: Node = literal("x")
+    for _ in range(60):
+        node = Alt((Concat((node, literal("a"))), Concat((node, literal("b")))))
+    started = time.perf_counter()
+    key = content_key(node)
+    assert time.perf_counter() - started < 1.0
+    assert len(key) == 16
+
+
+def test_built_automata_are_memoized_read_only_and_budgeted() -> None:
+    clear_stage_memos()
+    first = build_dfa(parse_regex("[a-z]{3,5}@example"))
+    again = build_dfa(parse_regex("[a-z]{3,5}@example"))  # another tree, same content
+    assert again is first
+    with pytest.raises(ValueError):
+        first.transitions[0, 0] = 7
+    # A kept automaton over a smaller budget is refused as a fresh build would be.
+    with pytest.raises(BudgetExceededError) as err:
+        build_dfa(parse_regex("[a-z]{3,5}@example"), max_states=4)
+    assert err.value.limit == "max_states"

@@ -18,6 +18,7 @@ from typing import Any
 from fsmcompile.automaton.dfa import ByteDFA
 from fsmcompile.automaton.ir import Node
 from fsmcompile.errors import GrammarError, SpecError, UnsupportedFeatureError
+from fsmcompile.memo import StageMemo
 from fsmcompile.spec.lark.grammar import LarkGrammar, Terminal
 from fsmcompile.spec.lark.tables import extract_tables
 from fsmcompile.spec.lark.terminals import terminal_to_ir
@@ -103,8 +104,17 @@ def _translate(exc: Exception, text: str) -> SpecError:
 
 _LARK_LOCK = threading.Lock()
 
+_built_larks: StageMemo[tuple[str, str, bool], Any] = StageMemo(64)
+"""lark's analysis by grammar text: schemas of one shape write the same generated text
+(terminal names are numbered, their automata attached afterwards)."""
+
 
 def _build_lark(text: str, start: str, strict: bool) -> Any:
+    """lark's LALR analysis of `text`, memoized (lark never changes it after the build)."""
+    return _built_larks.get_or_make((text, start, strict), lambda: _lark(text, start, strict))
+
+
+def _lark(text: str, start: str, strict: bool) -> Any:
     import lark
     import lark.lexer
     from lark.exceptions import LarkError
