@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fsmcompile.automaton.ir import CharSet, chars
+from fsmcompile.automaton import build_dfa
+from fsmcompile.automaton.ir import (
+    EMPTY,
+    NOTHING,
+    CharSet,
+    Node,
+    Repeat,
+    alt,
+    chars,
+    negate,
+    seq,
+)
 from fsmcompile.spec.json_schema.strings import (
+    ANY_CHAR,
     ANY_STRING,
     encode_charset,
     encode_content,
@@ -94,3 +107,37 @@ def test_literal_string_matches_json_dumps() -> None:
 def test_strings_except_is_the_complement(excluded: set[str], probe: str) -> None:
     node = strings_except(excluded)
     assert ir_matches(node, probe) is (probe not in excluded)
+
+
+def _plain_strings_except(excluded: set[str]) -> Node:
+    """The complement written the straightforward way: at every trie node, stop or leave
+    with any character no child has, then anything (one free rest per node)."""
+    trie: dict[str, dict] = {}
+    for word in excluded:
+        node = trie
+        for c in word:
+            node = node.setdefault(c, {})
+        node[""] = {}
+
+    def build(node: dict) -> Node:
+        branches: list[Node] = [] if "" in node else [EMPTY]
+        children = sorted(c for c in node if c)
+        leave = negate(chars(*children)) if children else ANY_CHAR
+        if leave.ranges:
+            branches.append(seq(leave, Repeat(ANY_CHAR, 0, None)))
+        branches += [seq(chars(c), build(node[c])) for c in children]
+        return alt(*branches) if branches else NOTHING
+
+    return build(trie)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sets(st.text(alphabet='ab/"\\\n\x01é_', max_size=4), min_size=1, max_size=4))
+def test_strings_except_spells_like_the_plain_complement(excluded: set[str]) -> None:
+    """The factored tree (one free rest, escapable characters split off) has exactly the
+    JSON spellings of the straightforward one: same minimized automaton."""
+    fast = build_dfa(encode_content(strings_except(excluded)))
+    plain = build_dfa(encode_content(_plain_strings_except(excluded)))
+    assert np.array_equal(fast.transitions, plain.transitions)
+    assert np.array_equal(fast.accepting, plain.accepting)
+    assert np.array_equal(fast.class_of_byte, plain.class_of_byte)

@@ -108,6 +108,23 @@ def _intersect(a: Sequence[tuple[int, int]], b: Sequence[tuple[int, int]]) -> li
     return out
 
 
+def _subtract(a: Sequence[tuple[int, int]], b: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The ranges of `a` outside every range of (sorted, disjoint) `b`."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in a:
+        for lo2, hi2 in b:
+            if hi2 < lo or lo2 > hi:
+                continue
+            if lo2 > lo:
+                out.append((lo, lo2 - 1))
+            lo = max(lo, hi2 + 1)
+            if lo > hi:
+                break
+        if lo <= hi:
+            out.append((lo, hi))
+    return out
+
+
 def _escapes(codes: list[int]) -> list[Node]:
     """The escaped spellings of the given special characters (controls, `"`, `\\`),
     grouped so a set of all 32 controls costs a handful of nodes, not 32 branches."""
@@ -224,12 +241,20 @@ def string_body(
 _Trie = dict[str, "_Trie"]
 
 
+_ESCAPABLE = CharSet(normalize_ranges([*_SPECIAL, (0x2F, 0x2F)]))
+"""The characters with escaped spellings besides `\\uXXXX`: controls, `"`, `\\`, `/`."""
+
+
 def strings_except(excluded: Iterable[str]) -> Node:
     """Decoded strings that are not in `excluded` (complement of a finite set).
 
-    Built over the trie of `excluded`: at each node a string either stops (if the node
-    is not a word end), leaves the trie with a character no child has, or follows a
-    child. Size is linear in the total length of `excluded`.
+    Over the trie of `excluded`, a string either stops at a node that is not a word end,
+    or leaves the trie with a character no child has and then goes on freely. The
+    leaving character is split so that `encode_content` spells each part once: the
+    characters with escaped spellings (`_ESCAPABLE`) follow one shared tree of the trie
+    nodes they leave from, the rest are plain raw classes per node, and a node without
+    children leaves with any character. Size is linear in the total length of
+    `excluded`, and the free rest is written once.
     """
     trie: _Trie = {}
     for word in excluded:
@@ -238,21 +263,40 @@ def strings_except(excluded: Iterable[str]) -> Node:
             node = node.setdefault(c, {})
         node[""] = {}  # word end
 
-    rest = Repeat(ANY_CHAR, 0, None)
-
-    def build(node: _Trie) -> Node:
-        branches: list[Node] = []
+    # Per kind of ending, the branches below a trie node ("stop": the string ends here;
+    # "escapable"/"anything": it leaves with such a character; "raw": with the node).
+    def build(node: _Trie) -> dict[str, list[Node]]:
+        out: dict[str, list[Node]] = {"stop": [], "escapable": [], "raw": [], "anything": []}
         if "" not in node:
-            branches.append(EMPTY)
-        children = [c for c in node if c]
-        escape = negate(chars(*children)) if children else ANY_CHAR
-        if escape.ranges:
-            branches.append(seq(escape, rest))
-        for c in sorted(children):
-            branches.append(seq(chars(c), build(node[c])))
-        return alt(*branches) if branches else NOTHING
+            out["stop"].append(EMPTY)
+        children = sorted(c for c in node if c)
+        if not children:
+            out["anything"].append(EMPTY)
+        else:
+            leave = negate(chars(*children))
+            escapable = CharSet(normalize_ranges(_intersect(leave.ranges, _ESCAPABLE.ranges)))
+            if escapable == _ESCAPABLE:
+                out["escapable"].append(EMPTY)
+                leave = CharSet(normalize_ranges(_subtract(leave.ranges, _ESCAPABLE.ranges)))
+            if leave.ranges:
+                out["raw"].append(leave)
+        for c in children:
+            for kind, below in build(node[c]).items():
+                if below:
+                    out[kind].append(seq(chars(c), alt(*below)))
+        return out
 
-    return build(trie)
+    parts = build(trie)
+    leaving: list[Node] = []
+    if parts["escapable"]:
+        leaving.append(seq(alt(*parts["escapable"]), _ESCAPABLE))
+    leaving.extend(parts["raw"])
+    if parts["anything"]:
+        leaving.append(seq(alt(*parts["anything"]), ANY_CHAR))
+    branches = [*parts["stop"]]
+    if leaving:
+        branches.append(seq(alt(*leaving), Repeat(ANY_CHAR, 0, None)))
+    return alt(*branches) if branches else NOTHING
 
 
 def string_content(lw: Lowerer, conj: Conjunction) -> Node:
