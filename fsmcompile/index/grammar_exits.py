@@ -44,25 +44,92 @@ class ExitSets:
     pair_context: npt.NDArray[np.int32]
 
 
-def _reach(trans: npt.NDArray[np.int32], seeds: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
-    """bool[L, X]: row q has the seed columns of every state reachable from q (q included)."""
-    reach = seeds.copy()
-    while True:
-        nxt = reach.copy()
-        for c in range(trans.shape[1]):
-            ok = trans[:, c] >= 0
-            nxt[ok] |= reach[trans[ok, c]]
-        if np.array_equal(nxt, reach):
-            return reach
-        reach = nxt
+def _successors(trans: npt.NDArray[np.int32]) -> list[list[int]]:
+    """Each state's distinct live successors."""
+    ordered = np.sort(trans, axis=1)
+    fresh = np.ones(ordered.shape, dtype=np.bool_)
+    fresh[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    fresh &= ordered >= 0
+    return [row[keep].tolist() for row, keep in zip(ordered, fresh, strict=True)]
+
+
+def _reach(succ: list[list[int]], seeds: list[int]) -> list[int]:
+    """Per state, the OR of the seed bitsets of every state it reaches (itself included).
+
+    One pass over the strongly connected components in reverse topological order
+    (Tarjan's order, iteratively): every member of a component reaches the same states.
+    """
+    n = len(succ)
+    index = [-1] * n
+    low = [0] * n
+    on_stack = [False] * n
+    stack: list[int] = []
+    reach = [0] * n
+    counter = 0
+    for root in range(n):
+        if index[root] >= 0:
+            continue
+        work = [(root, 0)]
+        while work:
+            v, i = work.pop()
+            if i == 0:
+                index[v] = low[v] = counter
+                counter += 1
+                stack.append(v)
+                on_stack[v] = True
+            recurse = False
+            edges = succ[v]
+            while i < len(edges):
+                w = edges[i]
+                i += 1
+                if index[w] < 0:
+                    work.append((v, i))
+                    work.append((w, 0))
+                    recurse = True
+                    break
+                if on_stack[w] and index[w] < low[v]:
+                    low[v] = index[w]
+            if recurse:
+                continue
+            if low[v] == index[v]:
+                members = []
+                bits = 0
+                while True:
+                    w = stack.pop()
+                    on_stack[w] = False
+                    members.append(w)
+                    bits |= seeds[w]
+                    if w == v:
+                        break
+                for w in members:
+                    for x in succ[w]:
+                        if not on_stack[x]:  # a finished component, or one of ours
+                            bits |= reach[x]
+                for w in members:
+                    reach[w] = bits
+            if work:
+                parent = work[-1][0]
+                if low[v] < low[parent]:
+                    low[parent] = low[v]
+    return reach
+
+
+def _bits(value: int) -> list[int]:
+    """The positions of the set bits of `value`, lowest first."""
+    out = []
+    while value:
+        low = value & -value
+        out.append(low.bit_length() - 1)
+        value ^= low
+    return out
 
 
 def exit_sets(lexer: LexerAutomaton, num_terminals: int) -> ExitSets:
     """The exit set of every lexer state.
 
-    Cost: two reachability fixpoints, O(depth x L x C) numpy, plus a Python pass over the
-    states; only "restricted" end states (some context cannot follow them, rare) carry
-    per-context detail.
+    Cost: one or two passes over the strongly connected components (integer bitsets),
+    plus a Python pass over the states; only "restricted" end states (some context
+    cannot follow them, rare) carry per-context detail.
     """
     trans, label = lexer.transitions, lexer.label
     num_states = trans.shape[0]
@@ -74,26 +141,33 @@ def exit_sets(lexer: LexerAutomaton, num_terminals: int) -> ExitSets:
     # A context where no lexeme can start (only `$END` expected) follows nothing; the
     # runtime asks the parser for EOS there, so it does not make every state restricted.
     restricted = labelled & ~follows[:, starts_alive.any(axis=1)].all(axis=1)
-    free_seeds = np.zeros((num_states, num_terminals), dtype=np.bool_)
-    free = np.flatnonzero(labelled & ~restricted)
-    free_seeds[free, label[free]] = True
-    free_reach = _reach(trans, free_seeds)
-    limited = np.flatnonzero(restricted)
-    limited_seeds = np.zeros((num_states, limited.shape[0]), dtype=np.bool_)
-    limited_seeds[limited, np.arange(limited.shape[0])] = True
-    limited_reach = _reach(trans, limited_seeds) if limited.shape[0] else limited_seeds
+    succ = _successors(trans)
+    label_list = label.tolist()
+    free_seeds = [0] * num_states
+    for q in np.flatnonzero(labelled & ~restricted).tolist():
+        free_seeds[q] = 1 << label_list[q]
+    free_reach = _reach(succ, free_seeds)
+    limited = np.flatnonzero(restricted).tolist()
+    limited_reach = [0] * num_states
+    if limited:
+        limited_seeds = [0] * num_states
+        for j, r in enumerate(limited):
+            limited_seeds[r] = 1 << j
+        limited_reach = _reach(succ, limited_seeds)
+    limited_follows = {r: np.flatnonzero(follows[r]).tolist() for r in limited}
 
     ids: dict[tuple[tuple[int, int], ...], int] = {}
     state_xset = np.zeros(num_states, dtype=np.int32)
     for q in range(num_states):
-        pairs = {(int(t), ANY_CONTEXT) for t in np.flatnonzero(free_reach[q])}
-        for j in np.flatnonzero(limited_reach[q]).tolist():
-            r = int(limited[j])
-            t = int(label[r])
-            if free_reach[q, t]:
+        free_bits = free_reach[q]
+        pairs = {(t, ANY_CONTEXT) for t in _bits(free_bits)}
+        for j in _bits(limited_reach[q]):
+            r = limited[j]
+            t = label_list[r]
+            if free_bits >> t & 1:
                 continue
             pairs.add((t, END_ONLY))
-            pairs.update((t, int(k)) for k in np.flatnonzero(follows[r]))
+            pairs.update((t, k) for k in limited_follows[r])
         key = tuple(sorted(pairs))
         state_xset[q] = ids.setdefault(key, len(ids))
     keys = sorted(ids, key=ids.__getitem__)

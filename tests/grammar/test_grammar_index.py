@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 from exactness import tiny_vocabulary
 from grammar_checks import bundled_text, compiled, lark_parses
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fsmcompile.artifact import grammar as grammar_artifact
 from fsmcompile.errors import ArtifactCorruptError, VocabularyMismatchError
@@ -153,6 +155,38 @@ def test_grammar_index_mask_equals_advance_on_whole_vocabulary(grammar_name, pre
             if accepted:
                 matcher.rollback(1)
             assert accepted == (token in allowed), (prefix, gpt2.token_bytes[token])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(1, 12).flatmap(
+        lambda n: st.tuples(
+            st.lists(
+                st.lists(st.integers(-1, n - 1), min_size=3, max_size=3), min_size=n, max_size=n
+            ),
+            st.lists(st.integers(0, 7), min_size=n, max_size=n),
+        )
+    )
+)
+def test_exit_reach_is_the_reachability_fixpoint(graph: tuple[list[list[int]], list[int]]) -> None:
+    """One pass over the components gives what iterating "OR in every successor" to a
+    fixpoint gives, on random graphs with cycles, self-loops and dead transitions."""
+    from fsmcompile.index.grammar_exits import _reach, _successors
+
+    rows, seeds = graph
+    trans = np.asarray(rows, dtype=np.int32)
+    expected = list(seeds)
+    changed = True
+    while changed:
+        changed = False
+        for q, row in enumerate(rows):
+            value = expected[q]
+            for target in row:
+                if target >= 0:
+                    value |= expected[target]
+            if value != expected[q]:
+                expected[q], changed = value, True
+    assert _reach(_successors(trans), seeds) == expected
 
 
 def test_grammar_exit_sets_mark_terminals_nothing_can_follow():
