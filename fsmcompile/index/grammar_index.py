@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from fsmcompile.automaton.fragment import unique_rows
 from fsmcompile.index.bits import pack_bool_rows
 from fsmcompile.index.grammar_exits import exit_sets
 from fsmcompile.index.grammar_lexer import (
@@ -224,7 +225,8 @@ def _kill_masks(
     """Per labelled state, the tokens whose first byte kills it, as shared packed rows."""
     labelled = np.flatnonzero(lexer.label >= 0)
     kills = lexer.transitions[labelled] < 0  # bool[labelled, C]
-    patterns, row_of = np.unique(kills, axis=0, return_inverse=True)
+    first_kill, row_of = unique_rows(kills.astype(np.int32))
+    patterns = kills[first_kill]
     state_kill = np.full(lexer.num_states, -1, dtype=np.int32)
     state_kill[labelled] = row_of.reshape(-1)
     # First byte of each token without a Python loop: trie nodes are numbered depth-first,
@@ -323,8 +325,9 @@ def _groups(
     allowed[in_dense[group_of[~listed]], tokens[~listed]] = True
     for i, p in enumerate(dense_patterns.tolist()):
         allowed[dense.shape[0] + i, stays.patterns[p]] = True
-    masks, row_of = np.unique(pack_bool_rows(allowed), axis=0, return_inverse=True)
-    row_of = row_of.reshape(-1)
+    packed = pack_bool_rows(allowed)
+    first_row, row_of = unique_rows(packed)
+    masks = packed[first_row]
     row_of_pattern = np.full(pattern_sizes.shape[0], -1, dtype=np.int64)
     row_of_pattern[dense_patterns] = row_of[dense.shape[0] :]
     group_dense = np.full(num_groups, -1, dtype=np.int32)

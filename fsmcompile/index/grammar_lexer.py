@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fsmcompile.automaton.dfa import ByteDFA
+from fsmcompile.automaton.fragment import unique_rows
 from fsmcompile.automaton.ir import (
     Alt,
     And,
@@ -205,7 +206,10 @@ def _byte_classes(nfa: _Nfa) -> tuple[npt.NDArray[np.int32], list[int]]:
 def _moore_minimize(
     trans: npt.NDArray[np.int32], output: npt.NDArray[np.int64], deadline: float | None = None
 ) -> npt.NDArray[np.int64]:
-    """Block id of each state: states with equal outputs along every path share a block."""
+    """Block id of each state: states with equal outputs along every path share a block.
+
+    Blocks are numbered by their first state, so the result does not depend on how the
+    rows were ordered while refining."""
     _, block = np.unique(output, return_inverse=True)
     block = block.reshape(-1).astype(np.int64)
     while True:
@@ -215,10 +219,11 @@ def _moore_minimize(
             )
         nxt = np.where(trans >= 0, block[np.maximum(trans, 0)], -1)
         sig = np.concatenate([block[:, None], nxt], axis=1)
-        _, new_block = np.unique(sig, axis=0, return_inverse=True)
-        new_block = new_block.reshape(-1).astype(np.int64)
-        if new_block.max(initial=-1) == block.max(initial=-1):
-            return new_block
+        first, new_block = unique_rows(sig.astype(np.int32))
+        if first.shape[0] == int(block.max(initial=-1)) + 1:
+            rank = np.empty(first.shape[0], dtype=np.int64)
+            rank[np.argsort(first, kind="stable")] = np.arange(first.shape[0])
+            return rank[new_block]
         block = new_block
 
 
