@@ -60,15 +60,32 @@ class StayGroups:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class _RoleView:
-    """One role's part of a cached walk: staying tokens (trie token positions) with their
-    end roles, exits, and the depth-d ancestor (the served entry's node) of each."""
+    """One role's part of a cached walk at one depth: the staying tokens and the exits,
+    each sorted by their depth-d ancestor (the served entry's node, so an entry's tokens
+    are one slice), staying tokens then by end role.
 
-    inside: npt.NDArray[np.int64]
+    At the root, where one group takes every staying token, `by_end[r]` holds those
+    ending in role r: one array, shared by every build that serves this role.
+    """
+
     inside_end: npt.NDArray[np.int64]
+    inside_tokens: npt.NDArray[np.int64]
     inside_top: npt.NDArray[np.int64]
+    by_end: tuple[npt.NDArray[np.int64], ...]
     exit_node: npt.NDArray[np.int64]
     exit_sink: npt.NDArray[np.int64]
     exit_top: npt.NDArray[np.int64]
+
+
+def _under(
+    top: npt.NDArray[np.int64], nodes: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Positions in sorted `top` that hold one of `nodes`, with the index of that node."""
+    lo = np.searchsorted(top, nodes, side="left")
+    counts = np.searchsorted(top, nodes, side="right") - lo
+    owner = np.repeat(np.arange(nodes.shape[0]), counts)
+    at = np.arange(owner.shape[0]) - np.repeat(np.cumsum(counts) - counts, counts) + lo[owner]
+    return at.astype(np.int64), owner
 
 
 class RegionServer:
@@ -94,11 +111,7 @@ class RegionServer:
         trie = vocab.trie
         self._token_node = trie.token_node.astype(np.int64)
         self._token_ids = trie.token_ids
-        self._num_nodes = trie.num_nodes
         self.stays = StayGroups()
-        self._views: dict[tuple[str, int, int], _RoleView] = {}
-        # Scratch: the group of each served node (-1 elsewhere), reset after each use.
-        self._group_of_node = np.full(self._num_nodes, -1, dtype=np.int64)
 
     def _ancestors(self, depth: int, nodes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """The depth-`depth` ancestor of each node (nodes deeper than `depth`).
@@ -111,24 +124,52 @@ class RegionServer:
         return level[np.searchsorted(level, nodes, side="right") - 1].astype(np.int64)
 
     def _walk(self, region: Region, role: int, depth: int) -> _RoleView:
-        """The cached walk of one role, with the depth-`depth` ancestors it needs."""
+        """The cached walk of one role, with the depth-`depth` ancestors it needs (cached
+        per vocabulary, like the walk)."""
+        views: dict[tuple[str, int, int], _RoleView] = self.vocab.__dict__.setdefault(
+            "_region_role_views", {}
+        )
         key = (region.shape_key, role, depth)
-        view = self._views.get(key)
+        m = region.states.shape[0]
+        view = views.get(key)
         if view is None:
             walk = walk_roles(region, self.vocab, depth)
             ends = walk.end_role[:, role]
             inside = np.flatnonzero(ends >= 0)
+            inside_top = self._ancestors(depth, self._token_node[inside])
+            order = np.lexsort((ends[inside], inside_top))
+            inside, inside_top = inside[order], inside_top[order]
+            inside_end = ends[inside].astype(np.int64)
+            tokens = self._token_ids[inside].astype(np.int64)
             leaving = np.flatnonzero(walk.exit_role == role)
+            exit_top = self._ancestors(depth, walk.exit_node[leaving])
+            leaving, exit_top = leaving[np.argsort(exit_top, kind="stable")], np.sort(exit_top)
+            # At the root every top is the root, so the order is by end role alone.
+            end_start = np.searchsorted(inside_end, np.arange(m + 1)) if depth == 0 else None
             view = _RoleView(
-                inside=inside,
-                inside_end=ends[inside].astype(np.int64),
-                inside_top=self._ancestors(depth, self._token_node[inside]),
+                inside_end=inside_end,
+                inside_tokens=tokens,
+                inside_top=inside_top,
+                by_end=tuple(
+                    tokens[a:b] for a, b in zip(end_start[:-1], end_start[1:], strict=True)
+                )
+                if end_start is not None
+                else (),
                 exit_node=walk.exit_node[leaving],
                 exit_sink=walk.exit_sink[leaving],
-                exit_top=self._ancestors(depth, walk.exit_node[leaving]),
+                exit_top=exit_top,
             )
-            self._views[key] = view
+            views[key] = view
         return view
+
+    def _stay(
+        self, seq: int, state: int, origins: npt.NDArray[np.uint64], tokens: npt.NDArray[np.int64]
+    ) -> None:
+        self.stays.seq.append(seq)
+        self.stays.state.append(state)
+        self.stays.origins.append(origins)
+        self.stays.pattern.append(len(self.stays.patterns))
+        self.stays.patterns.append(tokens)
 
     def serve(
         self,
@@ -150,7 +191,6 @@ class RegionServer:
         classes, class_of = np.unique(states * span + seq, return_inverse=True)
         class_of = class_of.reshape(-1)
         row = np.dtype((np.void, bits.dtype.itemsize * words))
-        group_of_node = self._group_of_node
         for c, packed in enumerate(classes.tolist()):
             state, sq = divmod(packed, span)
             members = np.flatnonzero(class_of == c)
@@ -160,34 +200,31 @@ class RegionServer:
             _, first, group = np.unique(
                 member_bits.view(row).reshape(-1), return_index=True, return_inverse=True
             )
+            group = group.reshape(-1)
             uniq_bits = member_bits[first]
-            group_of_node[nodes[members]] = group.reshape(-1)
             region = self.regions[int(self.region_of[state])]
+            m = region.states.shape[0]
             view = self._walk(region, int(self.role_of[state]), depth)
-            g = group_of_node[view.inside_top]
-            picked = g >= 0
-            end = view.inside_end[picked]
-            key = g[picked] * region.states.shape[0] + end
-            order = np.argsort(key, kind="stable")
-            key_sorted = key[order]
-            tokens = self._token_ids[view.inside[picked][order]]
-            starts = np.flatnonzero(np.concatenate([[True], key_sorted[1:] != key_sorted[:-1]]))
-            bounds = np.append(starts, key_sorted.shape[0]).tolist() if key.shape[0] else [0]
-            for a, b in zip(bounds[:-1], bounds[1:], strict=True):
-                grp, role_end = divmod(int(key_sorted[a]), region.states.shape[0])
-                self.stays.seq.append(sq)
-                self.stays.state.append(int(region.states[role_end]))
-                self.stays.origins.append(uniq_bits[grp])
-                self.stays.pattern.append(len(self.stays.patterns))
-                self.stays.patterns.append(tokens[a:b])
-            g = group_of_node[view.exit_top]
-            picked = g >= 0
-            if picked.any():
-                out_nodes.append(view.exit_node[picked])
-                out_states.append(region.exit_targets[view.exit_sink[picked]])
-                out_seq.append(np.full(int(picked.sum()), sq, dtype=np.int64))
-                out_bits.append(uniq_bits[g[picked]])
-            group_of_node[nodes[members]] = -1
+            if depth == 0:  # the root: every staying token counts, for one group
+                for role_end, tokens in enumerate(view.by_end):
+                    if tokens.shape[0]:
+                        self._stay(sq, int(region.states[role_end]), uniq_bits[0], tokens)
+            else:
+                at, owner = _under(view.inside_top, nodes[members])
+                key = group[owner] * m + view.inside_end[at]
+                order = np.argsort(key, kind="stable")
+                key, tokens = key[order], view.inside_tokens[at[order]]
+                starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
+                bounds = np.append(starts, key.shape[0]).tolist() if key.shape[0] else [0]
+                for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+                    grp, role_end = divmod(int(key[a]), m)
+                    self._stay(sq, int(region.states[role_end]), uniq_bits[grp], tokens[a:b])
+            at, owner = _under(view.exit_top, nodes[members])
+            if at.shape[0]:
+                out_nodes.append(view.exit_node[at])
+                out_states.append(region.exit_targets[view.exit_sink[at]])
+                out_seq.append(np.full(at.shape[0], sq, dtype=np.int64))
+                out_bits.append(uniq_bits[group[owner]])
         if not out_nodes:
             empty = np.zeros(0, dtype=np.int64)
             return Entries(empty, empty, empty, np.zeros((0, words), dtype=np.uint64))

@@ -7,7 +7,7 @@ and the children of a node are a contiguous run of the next level.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -46,6 +46,9 @@ class TokenTrie:
     child_hi: npt.NDArray[np.int64]
     token_ids: npt.NDArray[np.int64]
     token_node: npt.NDArray[np.int32]
+    _derived: dict[str, npt.NDArray[np.int64]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def to_arrays(self) -> dict[str, bytes]:
         """The arrays as raw little-endian bytes, for the vocabulary cache."""
@@ -77,11 +80,16 @@ class TokenTrie:
         return parent, self.level_nodes[pos].astype(np.int64)
 
     def node_depths(self) -> npt.NDArray[np.int64]:
-        """int64[N]: the depth of every node (root 0), from the level lists."""
-        depth = np.zeros(self.num_nodes, dtype=np.int64)
-        depth[self.level_nodes] = np.repeat(
-            np.arange(self.level_offsets.shape[0] - 1), np.diff(self.level_offsets)
-        )
+        """int64[N]: the depth of every node (root 0), from the level lists (computed once,
+        read-only)."""
+        depth = self._derived.get("depths")
+        if depth is None:
+            depth = np.zeros(self.num_nodes, dtype=np.int64)
+            depth[self.level_nodes] = np.repeat(
+                np.arange(self.level_offsets.shape[0] - 1), np.diff(self.level_offsets)
+            )
+            depth.flags.writeable = False
+            self._derived["depths"] = depth
         return depth
 
     @property
