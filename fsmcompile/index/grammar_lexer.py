@@ -267,7 +267,8 @@ def build_lexer_automaton(
             targets[first : last + 1] = [o[0]] * (last - first + 1)
         step.append(targets)
     is_match = [k == _MATCH for k in nfa.kind]
-    ignored_thread = [bool(grammar.ignored[t]) for t in nfa.owner]
+    ignored_terminal = grammar.ignored.tolist()
+    ignored_thread = [ignored_terminal[t] for t in nfa.owner]
     unless_ids = {ctx.unless: i for i, ctx in enumerate(grammar.contexts)}
 
     # A DFA state depends on its context only while an ignored terminal is still possible
@@ -326,7 +327,7 @@ def build_lexer_automaton(
         states[key] = sid
         rows.append([-1] * num_classes)
         labels.append(label)
-        restart.append(ctx if label >= 0 and grammar.ignored[label] else -1)
+        restart.append(ctx if label >= 0 and ignored_terminal[label] else -1)
         pending.append((sid, key[2], shadow, ctx, unless_id, unless))
         return sid
 
@@ -356,18 +357,31 @@ def build_lexer_automaton(
                     "compile timed out while building the lexer", limit="timeout_s", value=0.0
                 )
             main_rows = [row for s in main if (row := step[s]) is not None]
+            if not main_rows:
+                continue
             shadow_rows = [row for s in shadow if (row := step[s]) is not None]
+            # Classes whose threads move alike lead to one state: intern each once.
+            columns = zip(*main_rows, *shadow_rows, strict=True)
+            split = len(main_rows)
+            target_of: dict[tuple[int, ...], int] = {}
             out = rows[sid]
-            for c in range(num_classes):
-                moved = [t for row in main_rows if (t := row[c]) >= 0]
-                if not moved:
-                    continue
-                moved_shadow = (
-                    frozenset(nfa.closure([t for row in shadow_rows if (t := row[c]) >= 0]))
-                    if shadow_rows
-                    else frozenset()
-                )
-                out[c] = intern(closure(moved), moved_shadow, p_ctx, p_uid, p_unless, pending)
+            for c, column in enumerate(columns):
+                target = target_of.get(column)
+                if target is None:
+                    moved = [t for t in column[:split] if t >= 0]
+                    if not moved:
+                        target = -1
+                    else:
+                        moved_shadow = (
+                            frozenset(nfa.closure([t for t in column[split:] if t >= 0]))
+                            if shadow_rows
+                            else frozenset()
+                        )
+                        target = intern(
+                            closure(moved), moved_shadow, p_ctx, p_uid, p_unless, pending
+                        )
+                    target_of[column] = target
+                out[c] = target
     trans = np.array(rows, dtype=np.int32).reshape(len(rows), num_classes)
     return _finish(
         trans,
