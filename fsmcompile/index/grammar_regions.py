@@ -63,15 +63,11 @@ class _RoleView:
     """One role's part of a cached walk at one depth: the staying tokens and the exits,
     each sorted by their depth-d ancestor (the served entry's node, so an entry's tokens
     are one slice), staying tokens then by end role.
-
-    At the root, where one group takes every staying token, `by_end[r]` holds those
-    ending in role r: one array, shared by every build that serves this role.
     """
 
     inside_end: npt.NDArray[np.int64]
     inside_tokens: npt.NDArray[np.int64]
     inside_top: npt.NDArray[np.int64]
-    by_end: tuple[npt.NDArray[np.int64], ...]
     exit_node: npt.NDArray[np.int64]
     exit_sink: npt.NDArray[np.int64]
     exit_top: npt.NDArray[np.int64]
@@ -130,7 +126,6 @@ class RegionServer:
             "_region_role_views", {}
         )
         key = (region.shape_key, role, depth)
-        m = region.states.shape[0]
         view = views.get(key)
         if view is None:
             walk = walk_roles(region, self.vocab, depth)
@@ -144,17 +139,10 @@ class RegionServer:
             leaving = np.flatnonzero(walk.exit_role == role)
             exit_top = self._ancestors(depth, walk.exit_node[leaving])
             leaving, exit_top = leaving[np.argsort(exit_top, kind="stable")], np.sort(exit_top)
-            # At the root every top is the root, so the order is by end role alone.
-            end_start = np.searchsorted(inside_end, np.arange(m + 1)) if depth == 0 else None
             view = _RoleView(
                 inside_end=inside_end,
                 inside_tokens=tokens,
                 inside_top=inside_top,
-                by_end=tuple(
-                    tokens[a:b] for a, b in zip(end_start[:-1], end_start[1:], strict=True)
-                )
-                if end_start is not None
-                else (),
                 exit_node=walk.exit_node[leaving],
                 exit_sink=walk.exit_sink[leaving],
                 exit_top=exit_top,
@@ -170,6 +158,30 @@ class RegionServer:
         self.stays.origins.append(origins)
         self.stays.pattern.append(len(self.stays.patterns))
         self.stays.patterns.append(tokens)
+
+    def _serve_node(
+        self,
+        view: _RoleView,
+        region: Region,
+        seq: int,
+        node: int,
+        origins: npt.NDArray[np.uint64],
+    ) -> Entries | None:
+        """Serve one entry below the root (node `node`); returns its exits, if any."""
+        lo, hi = np.searchsorted(view.inside_top, (node, node + 1)).tolist()
+        cuts = np.searchsorted(view.inside_end[lo:hi], np.arange(region.states.shape[0] + 1)) + lo
+        for role_end in np.flatnonzero(cuts[1:] > cuts[:-1]).tolist():
+            tokens = view.inside_tokens[cuts[role_end] : cuts[role_end + 1]]
+            self._stay(seq, int(region.states[role_end]), origins, tokens)
+        lo, hi = np.searchsorted(view.exit_top, (node, node + 1)).tolist()
+        if hi == lo:
+            return None
+        return Entries(
+            nodes=view.exit_node[lo:hi],
+            states=region.exit_targets[view.exit_sink[lo:hi]].astype(np.int64),
+            seq=np.full(hi - lo, seq, dtype=np.int64),
+            bits=np.broadcast_to(origins, (hi - lo, origins.shape[0])),
+        )
 
     def serve(
         self,
@@ -189,11 +201,23 @@ class RegionServer:
         out_nodes, out_states, out_seq, out_bits = [], [], [], []
         span = int(seq.max()) + 1
         classes, class_of = np.unique(states * span + seq, return_inverse=True)
-        class_of = class_of.reshape(-1)
+        by_class = np.argsort(class_of.reshape(-1), kind="stable")
+        class_end = np.cumsum(np.bincount(class_of.reshape(-1), minlength=classes.shape[0]))
         row = np.dtype((np.void, bits.dtype.itemsize * words))
         for c, packed in enumerate(classes.tolist()):
             state, sq = divmod(packed, span)
-            members = np.flatnonzero(class_of == c)
+            members = by_class[(class_end[c - 1] if c else 0) : class_end[c]]
+            region = self.regions[int(self.region_of[state])]
+            view = self._walk(region, int(self.role_of[state]), depth)
+            if members.shape[0] == 1:
+                # One entry: its tokens are one slice of the view, already by end role.
+                exits = self._serve_node(view, region, sq, int(nodes[members[0]]), bits[members[0]])
+                if exits is not None:
+                    out_nodes.append(exits.nodes)
+                    out_states.append(exits.states)
+                    out_seq.append(exits.seq)
+                    out_bits.append(exits.bits)
+                continue
             # Within one (shape, seq) the walk's entries have distinct nodes; equal origin
             # bitsets make one group.
             member_bits = np.ascontiguousarray(bits[members])
@@ -202,23 +226,16 @@ class RegionServer:
             )
             group = group.reshape(-1)
             uniq_bits = member_bits[first]
-            region = self.regions[int(self.region_of[state])]
             m = region.states.shape[0]
-            view = self._walk(region, int(self.role_of[state]), depth)
-            if depth == 0:  # the root: every staying token counts, for one group
-                for role_end, tokens in enumerate(view.by_end):
-                    if tokens.shape[0]:
-                        self._stay(sq, int(region.states[role_end]), uniq_bits[0], tokens)
-            else:
-                at, owner = _under(view.inside_top, nodes[members])
-                key = group[owner] * m + view.inside_end[at]
-                order = np.argsort(key, kind="stable")
-                key, tokens = key[order], view.inside_tokens[at[order]]
-                starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
-                bounds = np.append(starts, key.shape[0]).tolist() if key.shape[0] else [0]
-                for a, b in zip(bounds[:-1], bounds[1:], strict=True):
-                    grp, role_end = divmod(int(key[a]), m)
-                    self._stay(sq, int(region.states[role_end]), uniq_bits[grp], tokens[a:b])
+            at, owner = _under(view.inside_top, nodes[members])
+            key = group[owner] * m + view.inside_end[at]
+            order = np.argsort(key, kind="stable")
+            key, tokens = key[order], view.inside_tokens[at[order]]
+            starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
+            bounds = np.append(starts, key.shape[0]).tolist() if key.shape[0] else [0]
+            for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+                grp, role_end = divmod(int(key[a]), m)
+                self._stay(sq, int(region.states[role_end]), uniq_bits[grp], tokens[a:b])
             at, owner = _under(view.exit_top, nodes[members])
             if at.shape[0]:
                 out_nodes.append(view.exit_node[at])
