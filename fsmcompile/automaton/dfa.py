@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,3 +53,13 @@ class ByteDFA:
         """Whether `data` is in the language (full match)."""
         state = self.walk(data)
         return state != DEAD and bool(self.accepting[state])
+
+
+def dfa_key(dfa: ByteDFA) -> bytes:
+    """A 16-byte digest of the automaton's arrays: equal for equal automata (built
+    automata are canonical, so equal languages over equal classes give equal arrays)."""
+    h = hashlib.blake2b(digest_size=16)
+    for array in (dfa.transitions, dfa.class_of_byte, dfa.accepting):
+        h.update(f"{array.dtype.str}{array.shape}".encode())
+        h.update(np.ascontiguousarray(array).tobytes())
+    return h.digest()

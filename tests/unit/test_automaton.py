@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from fsmcompile.automaton import ByteDFA, build_dfa
+from fsmcompile.automaton.dfa import dfa_key
 from fsmcompile.automaton.ir import (
     EMPTY,
     NOTHING,
@@ -447,3 +448,12 @@ def test_built_automata_are_memoized_read_only_and_budgeted() -> None:
     with pytest.raises(BudgetExceededError) as err:
         build_dfa(parse_regex("[a-z]{3,5}@example"), max_states=4)
     assert err.value.limit == "max_states"
+
+
+def test_dfa_key_names_the_automaton_by_its_arrays() -> None:
+    clear_stage_memos()
+    a = build_dfa(parse_regex("(ab|ac)+"))
+    clear_stage_memos()
+    b = build_dfa(parse_regex("a(b|c)(a(b|c))*"))  # the same language, built apart
+    assert a is not b and dfa_key(a) == dfa_key(b)
+    assert dfa_key(a) != dfa_key(build_dfa(parse_regex("(ab|ac)*")))

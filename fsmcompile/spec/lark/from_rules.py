@@ -23,9 +23,10 @@ from functools import partial
 
 import numpy as np
 
-from fsmcompile.automaton.dfa import ByteDFA
+from fsmcompile.automaton.dfa import ByteDFA, dfa_key
 from fsmcompile.automaton.ir import Alt, And, Concat, Node, Ref, Repeat
 from fsmcompile.errors import GrammarError, SpecError, UnsupportedFeatureError
+from fsmcompile.memo import StageMemo
 from fsmcompile.spec.lark.grammar import LarkGrammar
 
 __all__ = ["grammar_from_rules"]
@@ -390,14 +391,21 @@ def _check_contexts(grammar: LarkGrammar) -> None:
             firsts[t] = _first_bytes(_dfa(grammar, t))
         return firsts[t]
 
-    follows: list[list[ByteDFA]] = [
+    follows: list[list[int]] = [
         [
-            _dfa(grammar, f)
+            f
             for f in sorted({f for c in after[t] for f in grammar.contexts[c].terminals})
             if grammar.terminals[f].dfa is not None
         ]
         for t in range(num_terminals)
     ]
+    keys: dict[int, bytes] = {}
+
+    def key(t: int) -> bytes:
+        if t not in keys:
+            keys[t] = dfa_key(_dfa(grammar, t))
+        return keys[t]
+
     checked: set[tuple[int, int]] = set()
     for context in grammar.contexts:
         ids = [t for t in context.terminals if grammar.terminals[t].dfa is not None]
@@ -406,7 +414,12 @@ def _check_contexts(grammar: LarkGrammar) -> None:
                 if (a, b) in checked or not (a == b or first(a) & first(b)):
                     continue
                 checked.add((a, b))
-                witness = _lexing_conflict(_dfa(grammar, a), _dfa(grammar, b), a == b, follows[a])
+                # Memoized by content: the any-JSON terminals meet each other the same
+                # way in every schema with free-form members.
+                memo_key = (key(a), key(b), b"same" if a == b else b"", *map(key, follows[a]))
+                witness = _conflicts.get_or_make(
+                    memo_key, partial(_conflict_between, grammar, a, b, follows[a])
+                )
                 if witness is not None:
                     shown = witness.decode("utf-8", "replace")
                     raise UnsupportedFeatureError(
@@ -415,6 +428,16 @@ def _check_contexts(grammar: LarkGrammar) -> None:
                         "optional parts around a recursive or free-form value overlap",
                         features=[("", "overlapping alternatives")],
                     )
+
+
+_conflicts: StageMemo[tuple[bytes, ...], bytes | None] = StageMemo(8192)
+"""Lexing-conflict witnesses by the automata's content (`dfa_key`)."""
+
+
+def _conflict_between(grammar: LarkGrammar, a: int, b: int, follows: list[int]) -> bytes | None:
+    return _lexing_conflict(
+        _dfa(grammar, a), _dfa(grammar, b), a == b, [_dfa(grammar, f) for f in follows]
+    )
 
 
 def _lexing_conflict(a: ByteDFA, b: ByteDFA, same: bool, follows: list[ByteDFA]) -> bytes | None:
