@@ -229,14 +229,9 @@ def _kill_masks(
     patterns = kills[first_kill]
     state_kill = np.full(lexer.num_states, -1, dtype=np.int32)
     state_kill[labelled] = row_of.reshape(-1)
-    # First byte of each token without a Python loop: trie nodes are numbered depth-first,
-    # so a token's depth-1 ancestor is the last depth-1 node at or before its end node.
-    trie = vocab.trie
-    depth1 = np.sort(trie.level_nodes[trie.level_offsets[1] : trie.level_offsets[2]])
-    ancestor = depth1[np.searchsorted(depth1, trie.token_node, side="right") - 1]
-    first_class = lexer.class_of_byte[trie.node_byte[ancestor]]
+    first_class = lexer.class_of_byte[vocab.trie.token_first_bytes()]
     allowed = np.zeros((patterns.shape[0], vocab.size), dtype=np.bool_)
-    allowed[:, trie.token_ids] = patterns[:, first_class]
+    allowed[:, vocab.trie.token_ids] = patterns[:, first_class]
     return state_kill, pack_bool_rows(allowed)
 
 

@@ -92,6 +92,21 @@ class TokenTrie:
             self._derived["depths"] = depth
         return depth
 
+    def token_first_bytes(self) -> npt.NDArray[np.int64]:
+        """int64[T]: the first byte of each trie token (computed once, read-only).
+
+        Nodes are numbered depth-first, so a token's depth-1 ancestor is the last depth-1
+        node at or before its end node.
+        """
+        first = self._derived.get("first_bytes")
+        if first is None:
+            depth1 = np.sort(self.level_nodes[self.level_offsets[1] : self.level_offsets[2]])
+            ancestor = depth1[np.searchsorted(depth1, self.token_node, side="right") - 1]
+            first = self.node_byte[ancestor].astype(np.int64)
+            first.flags.writeable = False
+            self._derived["first_bytes"] = first
+        return first
+
     @property
     def num_nodes(self) -> int:
         return int(self.node_byte.shape[0])
