@@ -13,7 +13,6 @@ close it, and the row is reused at every depth.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -26,6 +25,7 @@ from fsmcompile.index.grammar_walk import (
     tokens_reaching_labels,
     walk_bytes,
 )
+from fsmcompile.memo import StageMemo
 
 if TYPE_CHECKING:
     from fsmcompile.index.grammar_index import GrammarIndex
@@ -521,18 +521,13 @@ def _exit_lists(index: GrammarIndex) -> list[list[tuple[int, frozenset[int] | No
     return out
 
 
-_tables_cache: OrderedDict[int, GrammarTables] = OrderedDict()
+_tables_cache: StageMemo[int, GrammarTables] = StageMemo(_TABLES_CACHE_SIZE)
 
 
 def grammar_tables_for(index: GrammarIndex) -> GrammarTables:
-    """The shared `GrammarTables` of `index` (LRU of 16, keyed by identity)."""
-    key = id(index)
-    tables = _tables_cache.get(key)
-    if tables is not None and tables.index is index:
-        _tables_cache.move_to_end(key)
-        return tables
-    tables = GrammarTables(index)
-    _tables_cache[key] = tables
-    if len(_tables_cache) > _TABLES_CACHE_SIZE:
-        _tables_cache.popitem(last=False)
-    return tables
+    """The shared `GrammarTables` of `index` (LRU of 16, keyed by identity).
+
+    An entry holds the index itself, so an `id()` in the cache never names a recycled
+    object.
+    """
+    return _tables_cache.get_or_make(id(index), lambda: GrammarTables(index))

@@ -12,13 +12,13 @@ index shares.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from fsmcompile.index.bits import bitmask_words, set_bits, unpack_row
+from fsmcompile.memo import StageMemo
 from fsmcompile.types import DEAD, StateId, TokenId
 
 if TYPE_CHECKING:
@@ -252,24 +252,16 @@ def _utf8_prefix(data: bytes) -> tuple[str, bool]:
     return "", not data
 
 
-_tables_cache: OrderedDict[int, IndexTables] = OrderedDict()
+_tables_cache: StageMemo[int, IndexTables] = StageMemo(_TABLES_CACHE_SIZE)
 
 
 def tables_for(index: TokenIndex) -> IndexTables:
     """The shared `IndexTables` of `index` (LRU of 32, keyed by identity).
 
-    The cache holds the index itself, so an `id()` never points at a recycled object.
+    An entry holds the index itself, so an `id()` in the cache never names a recycled
+    object.
     """
-    key = id(index)
-    tables = _tables_cache.get(key)
-    if tables is not None and tables.index is index:
-        _tables_cache.move_to_end(key)
-        return tables
-    tables = IndexTables(index)
-    _tables_cache[key] = tables
-    if len(_tables_cache) > _TABLES_CACHE_SIZE:
-        _tables_cache.popitem(last=False)
-    return tables
+    return _tables_cache.get_or_make(id(index), lambda: IndexTables(index))
 
 
 class Matcher:

@@ -80,6 +80,15 @@ def unique_rows(
     return first, inverse.reshape(-1)
 
 
+def distinct_targets(table: npt.NDArray[np.int32]) -> list[list[int]]:
+    """The distinct live targets of each state of a transition table (one sort for all)."""
+    ordered = np.sort(table, axis=1)
+    fresh = np.ones_like(ordered, dtype=np.bool_)
+    fresh[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    fresh &= ordered >= 0
+    return [row[keep].tolist() for row, keep in zip(ordered, fresh, strict=True)]
+
+
 def nothing(num_classes: int) -> Fragment:
     """The fragment that matches no string."""
     return Fragment(

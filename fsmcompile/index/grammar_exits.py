@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from fsmcompile.automaton.fragment import distinct_targets
 from fsmcompile.index.grammar_lexer import LexerAutomaton
 
 ANY_CONTEXT = -1
@@ -42,15 +43,6 @@ class ExitSets:
     pair_start: npt.NDArray[np.int64]
     pair_terminal: npt.NDArray[np.int32]
     pair_context: npt.NDArray[np.int32]
-
-
-def _successors(trans: npt.NDArray[np.int32]) -> list[list[int]]:
-    """Each state's distinct live successors."""
-    ordered = np.sort(trans, axis=1)
-    fresh = np.ones(ordered.shape, dtype=np.bool_)
-    fresh[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
-    fresh &= ordered >= 0
-    return [row[keep].tolist() for row, keep in zip(ordered, fresh, strict=True)]
 
 
 def _reach(succ: list[list[int]], seeds: list[int]) -> list[int]:
@@ -141,7 +133,7 @@ def exit_sets(lexer: LexerAutomaton, num_terminals: int) -> ExitSets:
     # A context where no lexeme can start (only `$END` expected) follows nothing; the
     # runtime asks the parser for EOS there, so it does not make every state restricted.
     restricted = labelled & ~follows[:, starts_alive.any(axis=1)].all(axis=1)
-    succ = _successors(trans)
+    succ = distinct_targets(trans)
     label_list = label.tolist()
     free_seeds = [0] * num_states
     for q in np.flatnonzero(labelled & ~restricted).tolist():

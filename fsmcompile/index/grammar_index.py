@@ -30,7 +30,7 @@ from fsmcompile.index.grammar_lexer import (
     build_lexer_automaton,
     lexer_shapes,
 )
-from fsmcompile.index.grammar_regions import RegionServer, StayGroups
+from fsmcompile.index.grammar_regions import RegionServer, StayGroups, positions_of
 from fsmcompile.index.grammar_walk import (
     ConstraintTable,
     SequenceTable,
@@ -301,11 +301,8 @@ def _groups(
     # Tokens of each record's trie node (several ids can share bytes).
     by_node = np.argsort(trie.token_node, kind="stable")
     node_sorted = trie.token_node[by_node].astype(np.int64)
-    lo = np.searchsorted(node_sorted, records.node, side="left")
-    counts = np.searchsorted(node_sorted, records.node, side="right") - lo
-    rec = np.repeat(np.arange(records.node.shape[0]), counts)
-    offs = np.arange(rec.shape[0]) - np.repeat(np.cumsum(counts) - counts, counts)
-    tokens = trie.token_ids[by_node[lo[rec] + offs]]
+    at, rec = positions_of(node_sorted, records.node)
+    tokens = trie.token_ids[by_node[at]]
     member = _sorted_unique(group_of_rec[rec] * vocab.size + tokens)
     group_of, tokens = member // vocab.size, member % vocab.size
     pattern_sizes = np.asarray([p.shape[0] for p in stays.patterns], dtype=np.int64)

@@ -73,10 +73,11 @@ class _RoleView:
     exit_top: npt.NDArray[np.int64]
 
 
-def _under(
+def positions_of(
     top: npt.NDArray[np.int64], nodes: npt.NDArray[np.int64]
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Positions in sorted `top` that hold one of `nodes`, with the index of that node."""
+    """Positions in sorted `top` that hold one of `nodes`, with the index of that node
+    (a run of equal keys per node, nodes in the given order)."""
     lo = np.searchsorted(top, nodes, side="left")
     counts = np.searchsorted(top, nodes, side="right") - lo
     owner = np.repeat(np.arange(nodes.shape[0]), counts)
@@ -227,7 +228,7 @@ class RegionServer:
             group = group.reshape(-1)
             uniq_bits = member_bits[first]
             m = region.states.shape[0]
-            at, owner = _under(view.inside_top, nodes[members])
+            at, owner = positions_of(view.inside_top, nodes[members])
             key = group[owner] * m + view.inside_end[at]
             order = np.argsort(key, kind="stable")
             key, tokens = key[order], view.inside_tokens[at[order]]
@@ -236,7 +237,7 @@ class RegionServer:
             for a, b in zip(bounds[:-1], bounds[1:], strict=True):
                 grp, role_end = divmod(int(key[a]), m)
                 self._stay(sq, int(region.states[role_end]), uniq_bits[grp], tokens[a:b])
-            at, owner = _under(view.exit_top, nodes[members])
+            at, owner = positions_of(view.exit_top, nodes[members])
             if at.shape[0]:
                 out_nodes.append(view.exit_node[at])
                 out_states.append(region.exit_targets[view.exit_sink[at]])

@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fsmcompile.automaton.dfa import ByteDFA
+from fsmcompile.automaton.fragment import distinct_targets
 from fsmcompile.index.walk import SinkEvents
 from fsmcompile.vocabulary import Vocabulary
 
@@ -67,15 +68,6 @@ class ShapeWalk:
 def _full_table(dfa: ByteDFA) -> npt.NDArray[np.int32]:
     """int32[S, 256]: transitions by raw byte."""
     return np.ascontiguousarray(dfa.transitions[:, dfa.class_of_byte])
-
-
-def _targets_by_state(full: npt.NDArray[np.int32]) -> list[list[int]]:
-    """The distinct live targets of each state (one sort for all states)."""
-    ordered = np.sort(full, axis=1)
-    fresh = np.ones_like(ordered, dtype=np.bool_)
-    fresh[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
-    fresh &= ordered >= 0
-    return [row[keep].tolist() for row, keep in zip(ordered, fresh, strict=True)]
 
 
 def _satellites(
@@ -148,7 +140,7 @@ def find_regions(dfa: ByteDFA, barred: npt.NDArray[np.bool_] | None = None) -> l
     anchors = np.flatnonzero((loop_count >= _MIN_LOOP_BYTES) & ~barred).tolist()
     if not anchors:
         return regions
-    targets_of = _targets_by_state(full)
+    targets_of = distinct_targets(full)
     for anchor in anchors:
         satellites = _satellites(anchor, targets_of, loop_count, full, barred)
         if satellites is None:

@@ -108,23 +108,6 @@ def _intersect(a: Sequence[tuple[int, int]], b: Sequence[tuple[int, int]]) -> li
     return out
 
 
-def _subtract(a: Sequence[tuple[int, int]], b: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The ranges of `a` outside every range of (sorted, disjoint) `b`."""
-    out: list[tuple[int, int]] = []
-    for lo, hi in a:
-        for lo2, hi2 in b:
-            if hi2 < lo or lo2 > hi:
-                continue
-            if lo2 > lo:
-                out.append((lo, lo2 - 1))
-            lo = max(lo, hi2 + 1)
-            if lo > hi:
-                break
-        if lo <= hi:
-            out.append((lo, hi))
-    return out
-
-
 def _escapes(codes: list[int]) -> list[Node]:
     """The escaped spellings of the given special characters (controls, `"`, `\\`),
     grouped so a set of all 32 controls costs a handful of nodes, not 32 branches."""
@@ -245,6 +228,9 @@ _ESCAPABLE = CharSet(normalize_ranges([*_SPECIAL, (0x2F, 0x2F)]))
 """The characters with escaped spellings besides `\\uXXXX`: controls, `"`, `\\`, `/`."""
 
 
+_NOT_ESCAPABLE = negate(_ESCAPABLE)
+
+
 def strings_except(excluded: Iterable[str]) -> Node:
     """Decoded strings that are not in `excluded` (complement of a finite set).
 
@@ -277,7 +263,7 @@ def strings_except(excluded: Iterable[str]) -> Node:
             escapable = CharSet(normalize_ranges(_intersect(leave.ranges, _ESCAPABLE.ranges)))
             if escapable == _ESCAPABLE:
                 out["escapable"].append(EMPTY)
-                leave = CharSet(normalize_ranges(_subtract(leave.ranges, _ESCAPABLE.ranges)))
+                leave = CharSet(normalize_ranges(_intersect(leave.ranges, _NOT_ESCAPABLE.ranges)))
             if leave.ranges:
                 out["raw"].append(leave)
         for c in children:

@@ -131,9 +131,7 @@ class _Writer:
             if not (dfa.transitions[0] >= 0).any():
                 found = (None, nullable)
             else:
-                signature = b"".join(
-                    a.tobytes() for a in (dfa.transitions, dfa.accepting, dfa.class_of_byte)
-                )
+                signature = dfa_key(dfa)
                 name = self.by_signature.get(signature)
                 if name is None:
                     name = f"T{len(self.by_signature)}"
