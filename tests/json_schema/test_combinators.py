@@ -147,3 +147,37 @@ def test_annotations_are_ignored_silently() -> None:
         options=JsonOptions(),
     )
     assert lowering.relaxed == []
+
+
+def test_oneof_branch_forbidding_a_required_key_is_disjoint(accepts) -> None:
+    # Compiled strictly (the fixture raises on anything unenforced): the second branch
+    # requires `ref`, which the first forbids, so no object can match both.
+    custom = {
+        "properties": {"mode": {"enum": ["custom"]}, "name": {"type": "string"}},
+        "additionalProperties": False,
+    }
+    reference = {
+        "properties": {"mode": {"enum": ["reference"]}, "ref": {"type": "string"}},
+        "required": ["ref"],
+        "additionalProperties": False,
+    }
+    check = accepts({"type": "object", "oneOf": [custom, reference]})
+    assert check({}) and check({"mode": "custom", "name": "x"}) and check({"ref": "r"})
+    assert check({"mode": "reference", "ref": "r"})
+    assert not check({"mode": "custom", "ref": "r"}) and not check({"name": "x", "ref": "r"})
+
+
+def test_oneof_discriminator_need_not_be_required_on_both_sides(accepts) -> None:
+    a = {"properties": {"kind": {"const": "a"}}, "required": ["kind"]}
+    b = {"properties": {"kind": {"const": "b"}, "size": {"type": "integer"}}}
+    check = accepts({"type": "object", "oneOf": [a, b]})
+    assert check({"kind": "a"}) and check({"kind": "b"}) and check({}) and check({"size": 1})
+    assert not check({"kind": "c"})
+
+
+def test_oneof_of_disjoint_string_patterns_is_exact(accepts) -> None:
+    check = accepts(
+        {"type": "string", "oneOf": [{"pattern": "^Normal -"}, {"pattern": "^Primary -"}]}
+    )
+    assert check("Normal - lung") and check("Primary - x")
+    assert not check("Normal") and not check("Other - x")

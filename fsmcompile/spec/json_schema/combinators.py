@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from fsmcompile.errors import SchemaError
-from fsmcompile.spec.json_schema.checks import check_object
+from fsmcompile.spec.json_schema.checks import check_object, pattern_search
 from fsmcompile.spec.json_schema.negation import negate
 from fsmcompile.spec.json_schema.numbers import Bound, numeric_bounds
 from fsmcompile.spec.json_schema.refs import Location, escape_token, is_legacy
@@ -272,10 +272,30 @@ def required_keys(conj: Conjunction) -> list[str]:
     return list(keys)
 
 
+def value_locations(sources: list[Location], key: str) -> list[Location]:
+    """Every subschema that applies to the value of property `key`."""
+    locs: list[Location] = []
+    for part in sources:
+        schema = part.schema
+        matched = False
+        if key in schema.get("properties", {}):
+            locs.append(part.child("properties", key))
+            matched = True
+        for pattern in schema.get("patternProperties", {}):
+            found = pattern_search(pattern, key)
+            if found is not False:
+                locs.append(part.child("patternProperties", pattern))
+            matched = matched or found is True
+        if not matched and "additionalProperties" in schema:
+            locs.append(part.child("additionalProperties"))
+    return locs
+
+
 def provably_disjoint(lw: Lowerer, a: Conjunction, b: Conjunction, depth: int = 0) -> bool:
-    """Whether no instance can satisfy both conjunctions, by cheap sufficient tests:
-    disjoint types, disjoint `enum`/`const` sets, disjoint numeric ranges, or a property
-    both require whose values are themselves provably disjoint (a discriminator)."""
+    """Whether no instance can satisfy both conjunctions, by sufficient tests: disjoint
+    types, disjoint `enum`/`const` sets, disjoint numeric ranges, string keywords whose
+    automata do not intersect, or a property one side requires whose values the other
+    side cannot accept (a discriminator, or a key it forbids)."""
     common = type_atoms(a) & type_atoms(b)
     if not common or a.false or b.false:
         return True
@@ -296,6 +316,9 @@ def provably_disjoint(lw: Lowerer, a: Conjunction, b: Conjunction, depth: int = 
         elif atom == "object":
             if depth > 3 or not _discriminated(lw, a, b, depth):
                 return False
+        elif atom == "string":
+            if not lw.strings_disjoint(a, b):
+                return False
         else:
             return False
     return True
@@ -309,17 +332,41 @@ def _below(hi: Bound | None, lo: Bound | None) -> bool:
 
 
 def _discriminated(lw: Lowerer, a: Conjunction, b: Conjunction, depth: int) -> bool:
-    for key in set(required_keys(a)) & set(required_keys(b)):
-        subs_a = [
-            p.child("properties", key) for p, props in a.keyword("properties") if key in props
-        ]
-        subs_b = [
-            p.child("properties", key) for p, props in b.keyword("properties") if key in props
-        ]
-        if (
-            subs_a
-            and subs_b
-            and provably_disjoint(lw, collect(lw, subs_a), collect(lw, subs_b), depth + 1)
-        ):
-            return True
+    """Whether a property one side requires has values the other side cannot accept: a
+    discriminator (`kind: "a"` vs `kind: "b"`), or a key the other side forbids
+    (`additionalProperties: false` without it, `not: {required: [key]}`)."""
+    for this, other in ((a, b), (b, a)):
+        for key in required_keys(this):
+            if key in _forbidden_keys(other):
+                return True
+            theirs = _sure_value_locations(other.parts, key)
+            if not theirs:
+                continue  # any value, or unsure which patterns match
+            ours = _sure_value_locations(this.parts, key)
+            if ours is None:
+                continue
+            if provably_disjoint(
+                lw, collect(lw, ours, option=True), collect(lw, theirs, option=True), depth + 1
+            ):
+                return True
     return False
+
+
+def _forbidden_keys(conj: Conjunction) -> set[str]:
+    """Keys a `not: {required: [key]}` of the conjunction forbids (before lowering)."""
+    out = set(conj.forbidden_keys)
+    for neg in conj.negations:
+        schema = neg.schema
+        if isinstance(schema, dict) and set(schema) - ANNOTATIONS == {"required"}:
+            out.update(k for k in schema["required"] if isinstance(k, str))
+    return out
+
+
+def _sure_value_locations(parts: list[Location], key: str) -> list[Location] | None:
+    """`value_locations`, or None when a pattern cannot be decided for `key` (then which
+    subschemas apply is unknown, and no disjointness may be concluded)."""
+    for part in parts:
+        for pattern in part.schema.get("patternProperties", {}):
+            if pattern_search(pattern, key) is None:
+                return None
+    return value_locations(parts, key)

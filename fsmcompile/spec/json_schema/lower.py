@@ -36,7 +36,7 @@ from fsmcompile.spec.json_schema.numbers import lower_number
 from fsmcompile.spec.json_schema.objects import lower_object
 from fsmcompile.spec.json_schema.options import JsonOptions, Relaxation, SchemaLowering
 from fsmcompile.spec.json_schema.refs import Location, Registry
-from fsmcompile.spec.json_schema.strings import encode_content, lower_string
+from fsmcompile.spec.json_schema.strings import encode_content, lower_string, string_content
 from fsmcompile.spec.json_schema.syntax import JsonSyntax
 from fsmcompile.spec.json_schema.unsupported import (
     ANNOTATIONS,
@@ -190,6 +190,14 @@ class Lowerer:
             a, b = self._decoded.get(first), self._decoded.get(second)
             self._disjoint[key] = a is not None and b is not None and _empty(And((a, b)))
         return self._disjoint[key]
+
+    def strings_disjoint(self, a: Conjunction, b: Conjunction) -> bool:
+        """Whether no string satisfies the string keywords of both conjunctions (`pattern`,
+        `format`, lengths), proved by building the intersection automaton under a small
+        budget; False when unsure or when a side does not constrain strings."""
+        if not (_constrains_strings(a) and _constrains_strings(b)):
+            return False
+        return _empty(And((string_content(self, a), string_content(self, b))))
 
     def _parse_pattern(self, loc: Location, keyword: str, pattern: str) -> Node | None:
         from fsmcompile.errors import RegexSyntaxError
@@ -415,6 +423,13 @@ class Lowerer:
         if "array" in atoms:
             results.append(lower_array(self, conj))
         return _union(results)
+
+
+def _constrains_strings(conj: Conjunction) -> bool:
+    return any(set(p.schema) & _STRING_KEYWORDS for p in conj.parts)
+
+
+_STRING_KEYWORDS = frozenset({"pattern", "format", "minLength", "maxLength"})
 
 
 def _empty(node: Node) -> bool:

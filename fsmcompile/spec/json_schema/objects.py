@@ -21,8 +21,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from fsmcompile.automaton.ir import EMPTY, NOTHING, And, Node, Repeat, alt, optional, seq
-from fsmcompile.spec.json_schema.checks import pattern_search
-from fsmcompile.spec.json_schema.combinators import collect, enum_values, required_keys, type_atoms
+from fsmcompile.spec.json_schema.combinators import (
+    collect,
+    enum_values,
+    required_keys,
+    type_atoms,
+    value_locations,
+)
 from fsmcompile.spec.json_schema.lowered import NOTHING_LOWERED, Lowered
 from fsmcompile.spec.json_schema.refs import Location
 from fsmcompile.spec.json_schema.strings import (
@@ -86,7 +91,7 @@ def lower_object(lw: Lowerer, conj: Conjunction) -> Lowered:
     members: list[_Member] = []
     for key in order:
         allowed = key not in conj.forbidden_keys and all(lw.checker.is_valid(key, n) for n in names)
-        value = lw.lower_all(_value_locations(sources, key)) if allowed else NOTHING_LOWERED
+        value = lw.lower_all(value_locations(sources, key)) if allowed else NOTHING_LOWERED
         if value.empty:
             if key in required:
                 return Lowered(NOTHING, 0, value.unbounded)
@@ -97,25 +102,6 @@ def lower_object(lw: Lowerer, conj: Conjunction) -> Lowered:
 
     extras = _extras(lw, sources, set(order) | conj.forbidden_keys, names)
     return _assemble(lw, members, extras, min_count, max_count)
-
-
-def _value_locations(sources: list[Location], key: str) -> list[Location]:
-    """Every subschema that applies to the value of property `key`."""
-    locs: list[Location] = []
-    for part in sources:
-        schema = part.schema
-        matched = False
-        if key in schema.get("properties", {}):
-            locs.append(part.child("properties", key))
-            matched = True
-        for pattern in schema.get("patternProperties", {}):
-            found = pattern_search(pattern, key)
-            if found is not False:
-                locs.append(part.child("patternProperties", pattern))
-            matched = matched or found is True
-        if not matched and "additionalProperties" in schema:
-            locs.append(part.child("additionalProperties"))
-    return locs
 
 
 def _extras(
