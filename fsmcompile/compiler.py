@@ -7,6 +7,7 @@ API clients: an explosive one ends in a clear BudgetExceededError, never a hang.
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from fsmcompile import artifact
 from fsmcompile.artifact import AnyIndex
 from fsmcompile.automaton.dfa import ByteDFA
 from fsmcompile.automaton.ir import Node
-from fsmcompile.errors import SpecError, UnsupportedFeatureError
+from fsmcompile.errors import BudgetExceededError, SpecError, UnsupportedFeatureError
 from fsmcompile.index.builder import build_token_index
 from fsmcompile.spec.identity import Kind, canonical_spec, spec_hash
 from fsmcompile.spec.lark.grammar import LarkGrammar
@@ -117,7 +118,35 @@ def _compile_uncached(
     max_states: int,
     progress: ProgressCallback | None,
 ) -> AnyIndex:
-    deadline = time.monotonic() + timeout_s
+    try:
+        return _compile_stages(
+            kind,
+            spec,
+            vocab,
+            options,
+            deadline=time.monotonic() + timeout_s,
+            max_states=max_states,
+            progress=progress,
+        )
+    except RecursionError:
+        raise BudgetExceededError(
+            "the spec nests too deeply to compile here (its tree is deeper than the Python "
+            "recursion limit allows): flatten it, or raise sys.setrecursionlimit",
+            limit="nesting",
+            value=sys.getrecursionlimit(),
+        ) from None
+
+
+def _compile_stages(
+    kind: Kind,
+    spec: Any,
+    vocab: Vocabulary,
+    options: Mapping[str, Any],
+    *,
+    deadline: float,
+    max_states: int,
+    progress: ProgressCallback | None,
+) -> AnyIndex:
     if kind == "lark":
         from fsmcompile.spec.lark import compile_lark_index
 
@@ -221,7 +250,8 @@ def compile_spec(
 
     Raises:
         SpecError: the spec is invalid or unsupported (subclasses say which).
-        BudgetExceededError: the compile ran past `timeout_s` or `max_states`.
+        BudgetExceededError: the compile ran past `timeout_s` or `max_states`, or the
+            spec nests deeper than the recursion limit (limit="nesting").
     """
     from fsmcompile.default_cache import resolve_cache
 
@@ -270,7 +300,8 @@ def compile_regex(
     Raises:
         RegexSyntaxError: the pattern does not parse (`.pos` points at the problem).
         UnsupportedFeatureError: backreferences, lookaround and similar constructs.
-        BudgetExceededError: the compile ran past `timeout_s` or `max_states`.
+        BudgetExceededError: the compile ran past `timeout_s` or `max_states`, or the
+            spec nests deeper than the recursion limit (limit="nesting").
     """
     return compile_spec(
         "regex", pattern, vocab, timeout_s=timeout_s, max_states=max_states, cache=cache
@@ -294,7 +325,8 @@ def compile_json_schema(
     Raises:
         SchemaError: malformed or contradictory schema (`.pointer` says where).
         UnsupportedFeatureError: keywords no token mask can enforce (all listed).
-        BudgetExceededError: the compile ran past `timeout_s` or `max_states`.
+        BudgetExceededError: the compile ran past `timeout_s` or `max_states`, or the
+            spec nests deeper than the recursion limit (limit="nesting").
     """
     if hasattr(schema, "model_json_schema"):
         schema = schema.model_json_schema()
@@ -325,7 +357,8 @@ def compile_lark(
     Raises:
         GrammarError: the grammar does not build (`.line`/`.column` say where).
         UnsupportedFeatureError: terminals no token mask can follow exactly.
-        BudgetExceededError: the compile ran past `timeout_s` or `max_states`.
+        BudgetExceededError: the compile ran past `timeout_s` or `max_states`, or the
+            spec nests deeper than the recursion limit (limit="nesting").
     """
     return compile_spec(
         "lark",

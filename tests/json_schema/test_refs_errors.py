@@ -183,3 +183,15 @@ def test_nesting_limit_unrolls_rules_into_a_dfa(accepts) -> None:
         assert exact(value)
         assert limited(value) is ok
     assert not limited([1]) and not exact([1])
+
+
+def test_too_deeply_nested_schema_is_a_budget_error_not_a_crash(gpt2) -> None:
+    from fsmcompile.compiler import compile_spec
+    from fsmcompile.errors import BudgetExceededError
+
+    schema: Any = {"type": "integer"}
+    for _ in range(300):
+        schema = {"type": "object", "properties": {"a": schema}, "required": ["a"]}
+    with pytest.raises(BudgetExceededError) as info:
+        compile_spec("json", schema, gpt2, cache=False)
+    assert info.value.limit == "nesting" and "nests too deeply" in str(info.value)

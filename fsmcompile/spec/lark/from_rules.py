@@ -24,7 +24,7 @@ from functools import partial
 import numpy as np
 
 from fsmcompile.automaton.dfa import ByteDFA, dfa_key
-from fsmcompile.automaton.ir import Alt, And, Concat, Node, Ref, Repeat
+from fsmcompile.automaton.ir import Alt, And, Concat, Node, Ref, Repeat, content_key
 from fsmcompile.errors import GrammarError, SpecError, UnsupportedFeatureError
 from fsmcompile.memo import StageMemo
 from fsmcompile.spec.lark.grammar import LarkGrammar
@@ -79,7 +79,9 @@ class _Writer:
     def __init__(self, rules: Mapping[str, Node], max_states: int, deadline: float | None) -> None:
         self.max_states = max_states
         self.deadline = deadline
-        self.terminal_of: dict[Node, tuple[str | None, bool]] = {}
+        # By content digest: hashing a deep IR tree by value recurses once per level
+        # (and re-walks shared sub-trees).
+        self.terminal_of: dict[bytes, tuple[str | None, bool]] = {}
         self.by_signature: dict[bytes, str] = {}
         self.generated: dict[str, tuple[Node, ByteDFA]] = {}
         self._has_ref: dict[int, bool] = {}
@@ -115,7 +117,8 @@ class _Writer:
     def terminal(self, node: Node) -> tuple[str | None, bool]:
         """(terminal name, or None when only the empty string is left; nullable) for a
         ref-free node; (None, False) when it matches nothing."""
-        found = self.terminal_of.get(node)
+        key = content_key(node)
+        found = self.terminal_of.get(key)
         if found is not None:
             return found
         from fsmcompile.automaton import build_dfa
@@ -138,7 +141,7 @@ class _Writer:
                     self.by_signature[signature] = name
                     self.generated[name] = (node, dfa)
                 found = (name, nullable)
-        self.terminal_of[node] = found
+        self.terminal_of[key] = found
         return found
 
     def _shared_nodes(self, rules: Mapping[str, Node]) -> dict[int, str]:
