@@ -158,10 +158,24 @@ class WalkRecords:
     origins: npt.NDArray[np.uint64]
 
 
-def _or_runs(bits: npt.NDArray[np.uint64], starts: npt.NDArray[np.int64]) -> npt.NDArray[np.uint64]:
-    if bits.shape[0] == starts.shape[0]:
-        return bits
-    return np.bitwise_or.reduceat(bits, starts, axis=0)
+def _or_runs(
+    bits: npt.NDArray[np.uint64], order: npt.NDArray[np.int64], starts: npt.NDArray[np.int64]
+) -> npt.NDArray[np.uint64]:
+    """Rows `bits[order]` ORed over each run that begins at `starts`.
+
+    Most runs hold one entry (a walk merges rarely when few states share a shape), so
+    only the rows of longer runs are gathered and reduced: with wide origin bitsets,
+    copying every row twice was most of the walk.
+    """
+    if order.shape[0] == starts.shape[0]:
+        return bits[order]
+    out = bits[order[starts]]
+    lengths = np.diff(np.append(starts, order.shape[0]))
+    multi = np.flatnonzero(lengths > 1)
+    members = order[np.repeat(lengths > 1, lengths)]
+    local_starts = np.concatenate([[0], np.cumsum(lengths[multi])[:-1]])
+    out[multi] = np.bitwise_or.reduceat(bits[members], local_starts, axis=0)
+    return out
 
 
 def _sort_rows(keys: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
@@ -226,7 +240,7 @@ def walk_grammar_tokens(
     order = np.argsort(shapes.of_state, kind="stable")
     starts0 = np.flatnonzero(np.concatenate([[True], np.diff(shapes.of_state[order]) != 0]))
     state = shapes.of_state[order][starts0].astype(np.int64)
-    bits = _or_runs(onehot[order], starts0)
+    bits = _or_runs(onehot, order, starts0)
     seq = np.zeros(state.shape[0], dtype=np.int64)
     node = np.zeros(state.shape[0], dtype=np.int64)
     cid = np.zeros(state.shape[0], dtype=np.int64)
@@ -386,7 +400,7 @@ def walk_grammar_tokens(
         cfg_key = cfg_key[order]
         differs = np.any(cfg_key[1:] != cfg_key[:-1], axis=1)
         starts = np.flatnonzero(np.concatenate([[True], differs]))
-        bits = _or_runs(e_bits[order], starts)
+        bits = _or_runs(e_bits, order, starts)
         node, seq, cid, state = (cfg_key[starts, i] for i in range(4))
         at_token = is_token_node[node]
         if at_token.any():

@@ -214,3 +214,39 @@ def test_grammar_exit_sets_mark_terminals_nothing_can_follow():
     json_index = compiled(bundled_text("json"), "gpt2")
     limited = json_index.xset_terminal[json_index.xset_context != ANY_CONTEXT]
     assert {json_index.terminal_names[t] for t in limited.tolist()} == {"WS"}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3), st.integers(0, 2), st.integers(0, 2**64 - 1)),
+        min_size=1,
+        max_size=40,
+    ),
+    st.integers(1, 3),
+)
+def test_unique_rows_partitions_like_a_plain_unique(rows: list, words: int) -> None:
+    from fsmcompile.index.grammar_index import _unique_rows
+
+    keys = np.array([[a, b] for a, b, _ in rows], dtype=np.uint64)
+    wide = np.array([[c >> (i * 7) for i in range(words)] for *_, c in rows], dtype=np.uint64)
+    first, cls = _unique_rows(keys, wide)
+    both = np.concatenate([keys, wide], axis=1)
+    assert all(np.array_equal(both[first[c]], both[i]) for i, c in enumerate(cls))
+    assert len(set(cls.tolist())) == len({tuple(r) for r in both.tolist()})
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=12), st.randoms(use_true_random=False))
+def test_or_runs_matches_a_reduce_per_run(lengths: list[int], rng) -> None:
+    from fsmcompile.index.grammar_walk import _or_runs
+
+    n = sum(lengths)
+    bits = np.array([[rng.getrandbits(64) for _ in range(2)] for _ in range(n)], dtype=np.uint64)
+    order = np.array(rng.sample(range(n), n), dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    expected = [
+        np.bitwise_or.reduce(bits[order[s : s + k]], axis=0)
+        for s, k in zip(starts.tolist(), lengths, strict=True)
+    ]
+    assert np.array_equal(_or_runs(bits, order, starts), np.array(expected))
