@@ -20,6 +20,7 @@ from fsmcompile.automaton.dfa import ByteDFA
 from fsmcompile.errors import BudgetExceededError
 from fsmcompile.index.bits import bitmask_words
 from fsmcompile.index.levels import LivenessLevels
+from fsmcompile.index.wide_rows import unique_wide_rows
 from fsmcompile.vocabulary.trie import TokenTrie
 
 
@@ -167,23 +168,6 @@ def walk_live_tokens(
     return reached, SinkEvents(ev_nodes, ev_states, ev_bits)
 
 
-def _unique_rows(
-    rows: npt.NDArray[np.uint64],
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """(first index of each distinct row, distinct-row id of every row) for uint64[n, w]."""
-    rng = np.random.default_rng(0xC0FFEE)
-    mult = rng.integers(1, 2**63, size=rows.shape[1], dtype=np.uint64) | np.uint64(1)
-    hashed = (
-        (rows * mult).sum(axis=1, dtype=np.uint64)
-        if rows.shape[1]
-        else np.zeros(rows.shape[0], dtype=np.uint64)
-    )
-    _, first, inverse = np.unique(hashed, return_index=True, return_inverse=True)
-    if not np.array_equal(rows, rows[first[inverse]]):  # a hash collision: do it exactly
-        _, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
-    return first.astype(np.int64), inverse.reshape(-1).astype(np.int64)
-
-
 def origin_token_masks(
     per_token: npt.NDArray[np.uint64],
     trie: TokenTrie,
@@ -211,7 +195,7 @@ def origin_token_masks(
     M x V bytes and a contiguous pack.
     """
     rows = per_token if virtual is None else np.concatenate([per_token, virtual], axis=1)
-    sig_first, token_sig = _unique_rows(np.ascontiguousarray(rows))
+    sig_first, token_sig = unique_wide_rows(np.ascontiguousarray(rows))
     origin_words = per_token.shape[1]
     sig_rows = np.ascontiguousarray(per_token[sig_first]).view(np.uint8)
     sig_bits = np.unpackbits(sig_rows, axis=1, count=num_origins, bitorder="little")
@@ -227,7 +211,7 @@ def origin_token_masks(
     pad = (-column_words.shape[1]) % 8
     padded = np.pad(column_words, ((0, 0), (0, pad)))
     column_rows = cast("npt.NDArray[np.uint64]", padded.view(np.uint64))
-    rep_first, mask_of_origin = _unique_rows(column_rows)
+    rep_first, mask_of_origin = unique_wide_rows(column_rows)
     rep_bits = np.concatenate(  # an extra all-zero signature for ids that are not text
         [columns[rep_first], np.zeros((rep_first.shape[0], 1), dtype=np.uint8)], axis=1
     )

@@ -225,12 +225,12 @@ def test_grammar_exit_sets_mark_terminals_nothing_can_follow():
     ),
     st.integers(1, 3),
 )
-def test_unique_rows_partitions_like_a_plain_unique(rows: list, words: int) -> None:
-    from fsmcompile.index.grammar_index import _unique_rows
+def test_unique_wide_rows_partitions_like_a_plain_unique(rows: list, words: int) -> None:
+    from fsmcompile.index.wide_rows import unique_wide_rows
 
     keys = np.array([[a, b] for a, b, _ in rows], dtype=np.uint64)
     wide = np.array([[c >> (i * 7) for i in range(words)] for *_, c in rows], dtype=np.uint64)
-    first, cls = _unique_rows(keys, wide)
+    first, cls = unique_wide_rows(wide, keys)
     both = np.concatenate([keys, wide], axis=1)
     assert all(np.array_equal(both[first[c]], both[i]) for i, c in enumerate(cls))
     assert len(set(cls.tolist())) == len({tuple(r) for r in both.tolist()})

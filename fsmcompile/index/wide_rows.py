@@ -1,0 +1,57 @@
+"""Distinct rows of wide uint64 tables (origin bitsets, signatures) by hashing.
+
+The index builders group hundreds of thousands of rows that are 10-100 words wide but take
+only a few hundred distinct values; a lexicographic unique of such rows costs seconds,
+a 64-bit hash per row and a check against each class's first member costs milliseconds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+_CHUNK_ROWS = 1 << 15  # rows per pass: keeps the temporaries in cache
+
+
+def unique_wide_rows(
+    rows: npt.NDArray[np.uint64], keys: npt.NDArray[np.uint64] | None = None
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """(first member, class id) of equal (keys, rows) pairs; a 64-bit hash makes it a 1-D
+    unique.
+
+    Walk records repeat a few hundred distinct origin bitsets over hundreds of thousands of
+    rows, so hashing (in cache-sized chunks) and then checking every row against its
+    class's first member is far cheaper than a lexicographic unique of the wide rows. The
+    narrow `keys` columns are hashed alongside, not copied next to the wide rows.
+    """
+    if keys is None:
+        keys = np.zeros((rows.shape[0], 0), dtype=np.uint64)
+    rng = np.random.default_rng(0x5EED)
+    width = keys.shape[1] + rows.shape[1]
+    mult = rng.integers(1, 2**63, size=width, dtype=np.uint64) | np.uint64(1)
+    hashed = np.empty(rows.shape[0], dtype=np.uint64)
+    for lo in range(0, rows.shape[0], _CHUNK_ROWS):
+        hi = lo + _CHUNK_ROWS
+        total = np.zeros(min(hi, rows.shape[0]) - lo, dtype=np.uint64)
+        for block, factors in (
+            (keys[lo:hi], mult[: keys.shape[1]]),
+            (rows[lo:hi], mult[keys.shape[1] :]),
+        ):
+            # Fold the high half down first: a bare multiply never moves high bits down,
+            # so rows differing only in bit 63 of two words would always collide.
+            mixed = block ^ (block >> np.uint64(32))
+            mixed *= factors
+            total += mixed.sum(axis=1, dtype=np.uint64)
+        hashed[lo:hi] = total
+    _, first, inv = np.unique(hashed, return_index=True, return_inverse=True)
+    inv = inv.reshape(-1)
+    for lo in range(0, rows.shape[0], _CHUNK_ROWS):
+        firsts = first[inv[lo : lo + _CHUNK_ROWS]]
+        if not (
+            np.array_equal(keys[lo : lo + _CHUNK_ROWS], keys[firsts])
+            and np.array_equal(rows[lo : lo + _CHUNK_ROWS], rows[firsts])
+        ):
+            both = np.concatenate([keys, rows], axis=1)
+            _, first, inv = np.unique(both, axis=0, return_index=True, return_inverse=True)
+            return first.astype(np.int64), inv.reshape(-1).astype(np.int64)
+    return first.astype(np.int64), inv.astype(np.int64)
