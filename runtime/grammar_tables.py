@@ -9,10 +9,16 @@ A mask row depends on the lexer state and on the top of the stack down to the de
 state the parser read while deciding it (the "floor"); rows are cached by that suffix, so
 inside a JSON string nested 9 levels deep only the top few levels decide which tokens may
 close it, and the row is reused at every depth.
+
+A row is the OR of the index's token groups of the lexer state (each a dense mask row or
+a token list) whose emitted sequence and exit set the stack accepts. The groups come
+sorted into runs sharing (first terminal, sequence, exit set), so a row costs one memoized
+parser check per run and one OR over the valid runs' groups, cached by their group sets.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -33,8 +39,14 @@ if TYPE_CHECKING:
 Config = tuple[int, int, int]
 """(stack id, lexer state, constraint set id): one reading of the text so far."""
 
-Plan = list[tuple[int, list[tuple[int, list[tuple[int, tuple[int, ...]]]]]]]
-"""Groups of one lexer state: [(first seq, [(seq, [(exit set, groups)])])]."""
+Plan = list[tuple[int, list[tuple[int, int, int]]]]
+"""Runs of one lexer state: [(first seq, [(seq, exit set, run id)])]."""
+
+_PACK_MIN_TOKENS = 256
+"""From this many listed tokens a union sets them through a bool row and `np.packbits`
+(7-10 µs whatever the count) rather than `set_bits` (4 µs plus 1 µs per 100 tokens)."""
+
+_NO_TOKENS = np.zeros(0, dtype=np.int64)
 
 _TABLES_CACHE_SIZE = 16
 _MAX_ROW_ENTRIES = 500_000
@@ -62,13 +74,7 @@ class GrammarTables:
         num_terminals = len(index.terminal_names)
         self._end = num_terminals
         self._num_symbols = num_terminals + 1
-        self._action: list[dict[int, int]] = [
-            {
-                int(t): int(a)
-                for t, a in zip(np.flatnonzero(row).tolist(), row[row != 0].tolist(), strict=True)
-            }
-            for row in table.action
-        ]
+        self._action = _action_dicts(table.action)
         self._goto: list[list[int]] = table.goto.tolist()
         self._rule_lhs: list[int] = table.rule_lhs.tolist()
         self._rule_len: list[int] = table.rule_len.tolist()
@@ -88,11 +94,7 @@ class GrammarTables:
         self.start_lexer_state = int(
             lexer.context_start[self._context_of_state[int(table.start_state)]]
         )
-        self._sequences = SequenceTable()
-        for s in range(1, index.seq_parent.shape[0]):
-            self._sequences.extend(
-                int(index.seq_parent[s]), int(index.seq_terminal[s]), int(index.seq_context[s])
-            )
+        self._sequences = _sequence_table(index)
         self._constraints = ConstraintTable()
         self._xsets = _exit_lists(index)
         # Contexts where no lexeme can start: only EOS follows a cut there.
@@ -103,10 +105,15 @@ class GrammarTables:
             any(ctxs is None and self._ignored[t] for t, ctxs in pairs) for pairs in self._xsets
         ]
         self._state_xset: list[int] = index.state_xset.tolist()
-        self._origin_entries: list[int] = index.origin_entry_start.tolist()
-        self._entry_group: list[int] = index.entry_group.tolist()
-        self._group_seq: list[int] = index.group_seq.tolist()
-        self._group_xset: list[int] = index.group_xset.tolist()
+        runs = _entry_runs(index)
+        # As lists: a plan or a part reads a few items at a time.
+        self._origin_block: list[int] = runs.origin_block.tolist()
+        self._block_start: list[int] = runs.block_start.tolist()
+        self._block_first: list[int] = runs.block_first.tolist()
+        self._run_seq: list[int] = runs.seq.tolist()
+        self._run_xset: list[int] = runs.xset.tolist()
+        self._run_start: list[int] = runs.start.tolist()
+        self._run_groups = runs.groups
         self._group_dense: list[int] = index.group_dense.tolist()
         self._group_token_start: list[int] = index.group_token_start.tolist()
         self._group_tokens = index.group_tokens.astype(np.int64)
@@ -130,8 +137,15 @@ class GrammarTables:
         self._hits: dict[int, npt.NDArray[np.int32]] = {}
         self._set_rows: dict[tuple[Config, ...], npt.NDArray[np.int32]] = {}
         self._plans: dict[int, Plan] = {}
+        # Parts: the distinct group sets of runs, made when a run is first valid. Runs of
+        # origins listing the same groups share a part, and so the unions built from it.
+        self._run_part: list[int] = [-1] * runs.seq.shape[0]
+        self._part_ids: dict[tuple[int, ...], int] = {}
+        self._part_dense: list[list[int]] = []
+        self._part_tokens: list[npt.NDArray[np.int64]] = []
         self._unions: dict[tuple[int, ...], npt.NDArray[np.int32]] = {}
-        self._row_store: dict[int, list[npt.NDArray[np.int32]]] = {}
+        self._dense_rows: dict[tuple[int, ...], npt.NDArray[np.int32]] = {}
+        self._row_store: dict[bytes, npt.NDArray[np.int32]] = {}
 
     # -- parser ---------------------------------------------------------------------------
 
@@ -299,6 +313,7 @@ class GrammarTables:
                 hit = (shared, self._stack_depth[stack] - length + 1)
                 self._row_exact[key] = hit
                 return hit
+        self._bound_caches()
         row, floor = self._compute_row(stack, state)
         length = self._stack_depth[stack] - floor + 1
         lengths = self._suffix_lengths.setdefault(top, [])
@@ -313,92 +328,138 @@ class GrammarTables:
 
         Thousands of (stack, lexer state) pairs share a few hundred distinct rows; keeping
         one copy each bounds memory by the distinct masks (16 KB each at 128k tokens), not
-        by the stacks seen. Past `_MAX_ROW_ENTRIES` cached pairs the pair caches start over
-        (the interned rows stay), so a long-running server does not grow without bound.
+        by the stacks seen. The stored row is a view of its dictionary key's bytes, so the
+        bits are held once and a hit costs one hash, no element-wise compare.
         """
-        digest = hash(row.tobytes())
-        bucket = self._row_store.setdefault(digest, [])
-        for stored in bucket:
-            if np.array_equal(stored, row):
-                return stored
-        row.setflags(write=False)
-        bucket.append(row)
+        data = row.tobytes()
+        stored = self._row_store.get(data)
+        if stored is None:
+            stored = np.frombuffer(data, dtype=np.int32)
+            self._row_store[data] = stored
+        return stored
+
+    def _bound_caches(self) -> None:
+        """Past `_MAX_ROW_ENTRIES` cached pairs the pair caches start over (the interned
+        rows stay), so a long-running server does not grow without bound."""
         if len(self._row_exact) + len(self._row_suffix) > _MAX_ROW_ENTRIES:
             self._row_exact.clear()
             self._row_suffix.clear()
             self._suffix_lengths.clear()
             self._set_rows.clear()
+
+    def _union(self, parts: tuple[int, ...]) -> npt.NDArray[np.int32]:
+        """int32[W]: the OR of some parts' masks, read-only and cached (many stacks validate
+        the same runs, and runs of several origins share parts)."""
+        row = self._unions.get(parts)
+        if row is None:
+            dense = tuple(sorted({d for p in parts for d in self._part_dense[p]}))
+            tokens = _joined([self._part_tokens[p] for p in parts])
+            row = self._dense_row(dense)
+            if tokens.size:
+                row = row.copy()
+                self._set_tokens(row, tokens)
+                row.setflags(write=False)
+            self._unions[parts] = row
         return row
 
-    def _union(self, groups: tuple[int, ...]) -> npt.NDArray[np.int32]:
-        """int32[W]: the OR of some groups' masks, cached (many stacks validate the same set)."""
-        row = self._unions.get(groups)
+    def _dense_row(self, dense: tuple[int, ...]) -> npt.NDArray[np.int32]:
+        """int32[W]: the OR of some rows of `masks`, read-only; cached from two rows on, as
+        unions of different token lists often share their dense rows (tens of them at
+        about 1 µs each in the unions of a JSON string's content)."""
+        row = self._dense_rows.get(dense)
         if row is None:
-            dense = [d for g in groups if (d := self._group_dense[g]) >= 0]
             if dense:
-                row = np.bitwise_or.reduce(self._masks[dense], axis=0).astype(np.int32)
+                row = self._masks[dense[0]].astype(np.int32)  # a fresh copy
+                for d in dense[1:]:
+                    np.bitwise_or(row, self._masks[d], out=row)
             else:
                 row = np.zeros(self.num_words, dtype=np.int32)
-            starts = self._group_token_start
-            listed = [
-                self._group_tokens[starts[g] : starts[g + 1]]
-                for g in groups
-                if self._group_dense[g] < 0
-            ]
-            if listed:
-                set_bits(row, np.concatenate(listed))
             row.setflags(write=False)
-            self._unions[groups] = row
+            if len(dense) > 1:
+                self._dense_rows[dense] = row
         return row
 
-    def _plan(self, state: int) -> Plan:
-        """The groups of `state` nested by first emitted terminal, sequence and exit set.
+    def _set_tokens(self, row: npt.NDArray[np.int32], tokens: npt.NDArray[np.int64]) -> None:
+        """Set the bits of `tokens` (ids below W * 32, repeats allowed) in `row`, in place."""
+        if tokens.size < _PACK_MIN_TOKENS:
+            set_bits(row, tokens)
+            return
+        flags = np.zeros(self.num_words * 32, dtype=np.bool_)
+        flags[tokens] = True
+        row |= np.packbits(flags, bitorder="little").view("<i4")
 
-        Every group under a first terminal the parser rejects is skipped with one lookup:
+    def _part(self, run: int) -> int:
+        """The part of `run`: its group set's id, with their dense mask rows and tokens."""
+        part = self._run_part[run]
+        if part < 0:
+            groups = tuple(
+                self._run_groups[self._run_start[run] : self._run_start[run + 1]].tolist()
+            )
+            found = self._part_ids.get(groups)
+            if found is None:
+                found = self._part_ids[groups] = len(self._part_dense)
+                dense, starts = self._group_dense, self._group_token_start
+                self._part_dense.append([d for g in groups if (d := dense[g]) >= 0])
+                listed = [
+                    self._group_tokens[starts[g] : starts[g + 1]] for g in groups if dense[g] < 0
+                ]
+                self._part_tokens.append(_joined(listed))
+            part = self._run_part[run] = found
+        return part
+
+    def _plan(self, state: int) -> Plan:
+        """The runs of `state` by first emitted terminal, then sequence and exit set.
+
+        Every run under a first terminal the parser rejects is skipped with one lookup:
         after a name in SQL, hundreds of groups start with a keyword the stack cannot take.
         """
         plan = self._plans.get(state)
         if plan is None:
-            seqs = self._sequences
-            nested: dict[int, dict[int, dict[int, list[int]]]] = {}
-            entry_group = self._entry_group
-            for e in range(self._origin_entries[state], self._origin_entries[state + 1]):
-                g = entry_group[e]
-                seq = first = self._group_seq[g]
-                while first and seqs.parent[first]:
-                    first = seqs.parent[first]
-                by_seq = nested.setdefault(first, {}).setdefault(seq, {})
-                by_seq.setdefault(self._group_xset[g], []).append(g)
+            lo, hi = self._origin_block[state], self._origin_block[state + 1]
+            bounds = self._block_start[lo : hi + 1]
+            first_run, end_run = bounds[0], bounds[-1]
+            triples = list(
+                zip(
+                    self._run_seq[first_run:end_run],
+                    self._run_xset[first_run:end_run],
+                    range(first_run, end_run),
+                    strict=True,
+                )
+            )
             plan = [
-                (first, [(seq, [(x, tuple(gs)) for x, gs in xs.items()]) for seq, xs in by.items()])
-                for first, by in nested.items()
+                (first, triples[a - first_run : b - first_run])
+                for first, a, b in zip(
+                    self._block_first[lo:hi], bounds[:-1], bounds[1:], strict=True
+                )
             ]
             self._plans[state] = plan
         return plan
 
     def _compute_row(self, stack: int, state: int) -> tuple[npt.NDArray[np.int32], int]:
         # Cost: one memoized parser check per distinct (first terminal, sequence, exit set)
-        # of `state`, then one OR over the valid groups' rows and token lists. Runs once per
-        # cache miss.
+        # of `state`, then one OR over the valid runs' rows and token lists (cached by their
+        # parts). Runs once per cache miss.
         floor = self._stack_depth[stack]
         valid: list[int] = []
-        for first, seqs in self._plan(state):
+        for first, runs in self._plan(state):
             if first:
                 after, f = self.apply(stack, first)
                 floor = min(floor, f)
                 if after < 0:
                     continue
-            for seq, xsets in seqs:
-                after, f = self.apply(stack, seq)
-                floor = min(floor, f)
-                if after < 0:
-                    continue
-                for xset, groups in xsets:
+            last_seq = -1
+            for seq, xset, run in runs:  # sorted by sequence: one `apply` per sequence
+                if seq != last_seq:
+                    last_seq = seq
+                    after, f = self.apply(stack, seq)
+                    floor = min(floor, f)
+                if after >= 0:
                     ok, f = self.xset_ok(after, xset)
                     floor = min(floor, f)
                     if ok:
-                        valid.extend(groups)
-        row = self._union(tuple(valid)).copy()
+                        valid.append(self._part(run))
+        union = self._union(tuple(valid))
+        extra: list[npt.NDArray[np.int32]] = []  # bits beyond the union
         kill = self._state_kill[state]
         if kill >= 0:
             # Tokens whose first byte ends this lexeme: the next lexeme's start-state row,
@@ -408,7 +469,7 @@ class GrammarTables:
             if self._ignored[label]:
                 sub, f = self.config_row(stack, self._context_start[self._restart[state]])
                 floor = min(floor, f)
-                row |= sub & kill_row
+                extra.append(sub & kill_row)
             else:
                 for ctx in self._next_contexts[label]:
                     after, f = self.apply(stack, self._sequences.extend(0, label, ctx))
@@ -417,11 +478,17 @@ class GrammarTables:
                         continue
                     sub, f = self.config_row(after, self._context_start[ctx])
                     floor = min(floor, f)
-                    row |= sub & kill_row
+                    extra.append(sub & kill_row)
         eos, f = self.config_accepts_end(stack, state)
+        floor = min(floor, f)
         if eos:
-            row |= self.eos_row
-        return self._intern_row(row), min(floor, f)
+            extra.append(self.eos_row)
+        if not extra:  # the union is a read-only row of its own: no copy, no hashing
+            return union, floor
+        row = union.copy()
+        for bits in extra:
+            row |= bits
+        return self._intern_row(row), floor
 
     def constraint_row(self, cid: int) -> npt.NDArray[np.int32]:
         """int32[W]: tokens that would take an open constraint to a label (forbidden)."""
@@ -452,6 +519,7 @@ class GrammarTables:
             if fresh and self.accepts_end(configs[0][0])[0]:
                 row |= self.eos_row
             row = self._intern_row(row)
+            self._bound_caches()
             self._set_rows[key] = row
         return row
 
@@ -498,6 +566,108 @@ class GrammarTables:
         if fresh:
             return self.accepts_end(configs[0][0])[0]
         return any(self.config_accepts_end(stack, state)[0] for stack, state, _ in configs)
+
+
+def _joined(arrays: list[npt.NDArray[np.int64]]) -> npt.NDArray[np.int64]:
+    """The concatenation of some token lists, without a copy when at most one is non-empty."""
+    arrays = [a for a in arrays if a.size]
+    if len(arrays) > 1:
+        return np.concatenate(arrays)
+    return arrays[0] if arrays else _NO_TOKENS
+
+
+def _action_dicts(action: npt.NDArray[np.integer]) -> list[dict[int, int]]:
+    """Per parser state, {symbol: action} for its nonzero actions (one numpy pass)."""
+    states, symbols = np.nonzero(action)
+    values = action[states, symbols].tolist()
+    bounds = np.searchsorted(states, np.arange(action.shape[0] + 1)).tolist()
+    pairs = list(zip(symbols.tolist(), values, strict=True))
+    return [dict(pairs[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+def _sequence_table(index: GrammarIndex) -> SequenceTable:
+    """The index's emitted sequences, interned under the same ids."""
+    parents = index.seq_parent.tolist()[1:]
+    terminals = index.seq_terminal.tolist()[1:]
+    contexts = index.seq_context.tolist()[1:]
+    keys = list(zip(parents, terminals, contexts, strict=True))
+    ids = dict(zip(keys, range(1, len(keys) + 1), strict=True))
+    if len(ids) == len(keys):
+        return SequenceTable([-1, *parents], [-1, *terminals], [-1, *contexts], ids)
+    table = SequenceTable()  # a repeated sequence: let `extend` decide the ids
+    for key in keys:
+        table.extend(*key)
+    return table
+
+
+@dataclass(frozen=True, slots=True)
+class _Runs:
+    """The groups of every origin sorted by (first terminal, sequence, exit set), cut into
+    runs sharing all three and the runs into blocks sharing the first terminal: a plan is
+    a few slices of these, whatever the number of groups."""
+
+    groups: npt.NDArray[np.int32]
+    """int32[E]: the entries' groups, sorted per origin."""
+    start: npt.NDArray[np.int64]
+    """int64[R+1]: the groups of run r are groups[start[r]:start[r+1]]."""
+    seq: npt.NDArray[np.int32]
+    xset: npt.NDArray[np.int32]
+    """int32[R]: the sequence and exit set of each run."""
+    block_start: npt.NDArray[np.int64]
+    """int64[B+1]: the runs of block b are block_start[b]:block_start[b+1]."""
+    block_first: npt.NDArray[np.int64]
+    """int64[B]: the one-terminal sequence every run of a block starts with (0: empty)."""
+    origin_block: npt.NDArray[np.int64]
+    """int64[L+1]: the blocks of origin o are origin_block[o]:origin_block[o+1]."""
+
+
+def _entry_runs(index: GrammarIndex) -> _Runs:
+    """The `_Runs` of an index, in numpy (about 3 ms per 100k entries)."""
+    # One pass over the sequences per terminal of the longest: the one-terminal prefix.
+    parent = index.seq_parent.astype(np.int64)
+    seq_first = np.arange(parent.shape[0], dtype=np.int64)
+    while True:
+        up = parent[seq_first]
+        step = (seq_first > 0) & (up > 0)
+        if not step.any():
+            break
+        seq_first = np.where(step, up, seq_first)
+    # Rank groups by (first, seq, exit set, id), then sort each origin's entries by rank
+    # with one stable sort of (origin, rank): entries already list an origin's groups
+    # mostly in that order.
+    group_seq, group_xset = index.group_seq, index.group_xset
+    num_groups = group_seq.shape[0]
+    group_rank = np.empty(num_groups, dtype=np.int64)
+    group_rank[np.lexsort((group_xset, group_seq, seq_first[group_seq]))] = np.arange(num_groups)
+    starts = index.origin_entry_start
+    entry_origin = np.repeat(np.arange(starts.shape[0] - 1, dtype=np.int64), np.diff(starts))
+    entry_key = entry_origin * max(num_groups, 1) + group_rank[index.entry_group]
+    order = np.argsort(entry_key, kind="stable")
+    groups = index.entry_group[order]
+    entry_origin = entry_origin[order]
+    run_start = np.flatnonzero(
+        _changes(entry_origin) | _changes(group_seq[groups]) | _changes(group_xset[groups])
+    )
+    heads = groups[run_start]
+    seq = index.group_seq[heads]
+    first = seq_first[seq]
+    block_start = np.flatnonzero(_changes(entry_origin[run_start]) | _changes(first))
+    return _Runs(
+        groups=groups,
+        start=np.append(run_start, groups.shape[0]).astype(np.int64),
+        seq=seq,
+        xset=index.group_xset[heads],
+        block_start=np.append(block_start, run_start.shape[0]).astype(np.int64),
+        block_first=first[block_start],
+        origin_block=np.searchsorted(run_start[block_start], starts).astype(np.int64),
+    )
+
+
+def _changes(values: npt.NDArray[np.integer]) -> npt.NDArray[np.bool_]:
+    """bool[N]: where a value differs from the one before (always at 0)."""
+    out = np.ones(values.shape[0], dtype=np.bool_)
+    np.not_equal(values[1:], values[:-1], out=out[1:])
+    return out
 
 
 def _exit_lists(index: GrammarIndex) -> list[list[tuple[int, frozenset[int] | None]]]:
