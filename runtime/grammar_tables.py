@@ -94,7 +94,9 @@ class GrammarTables:
         self.start_lexer_state = int(
             lexer.context_start[self._context_of_state[int(table.start_state)]]
         )
-        self._sequences = _sequence_table(index)
+        self._sequences = SequenceTable.of(
+            index.seq_parent.tolist(), index.seq_terminal.tolist(), index.seq_context.tolist()
+        )
         self._constraints = ConstraintTable()
         self._xsets = _exit_lists(index)
         # Contexts where no lexeme can start: only EOS follows a cut there.
@@ -583,21 +585,6 @@ def _action_dicts(action: npt.NDArray[np.integer]) -> list[dict[int, int]]:
     bounds = np.searchsorted(states, np.arange(action.shape[0] + 1)).tolist()
     pairs = list(zip(symbols.tolist(), values, strict=True))
     return [dict(pairs[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
-
-
-def _sequence_table(index: GrammarIndex) -> SequenceTable:
-    """The index's emitted sequences, interned under the same ids."""
-    parents = index.seq_parent.tolist()[1:]
-    terminals = index.seq_terminal.tolist()[1:]
-    contexts = index.seq_context.tolist()[1:]
-    keys = list(zip(parents, terminals, contexts, strict=True))
-    ids = dict(zip(keys, range(1, len(keys) + 1), strict=True))
-    if len(ids) == len(keys):
-        return SequenceTable([-1, *parents], [-1, *terminals], [-1, *contexts], ids)
-    table = SequenceTable()  # a repeated sequence: let `extend` decide the ids
-    for key in keys:
-        table.extend(*key)
-    return table
 
 
 @dataclass(frozen=True, slots=True)

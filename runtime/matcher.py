@@ -497,20 +497,24 @@ def write_host_row(view: npt.NDArray[np.int32], row: int, src: npt.NDArray[np.in
 
     Words past `src` (a bitmask wider than the vocabulary) are zeroed: never allowed.
     """
-    if view.ndim == 1:
-        if row != 0:
-            raise ValueError(f"row {row} out of range for a 1-D bitmask: expected 0")
-        dst = view
-    else:
-        if not 0 <= row < view.shape[0]:
-            raise ValueError(f"row {row} out of range: expected 0..{view.shape[0] - 1}")
-        dst = view[row]
+    dst = _target_row(view, row)
     width = src.shape[0]
     if dst.shape[0] == width:
         np.copyto(dst, src)
     else:
         np.copyto(dst[:width], src)
         dst[width:] = 0
+
+
+def _target_row(bitmask: Any, row: int) -> Any:
+    """Row `row` of a [B, W'] bitmask (array or tensor), or a 1-D one itself (row 0)."""
+    if bitmask.ndim == 1:
+        if row != 0:
+            raise ValueError(f"row {row} out of range for a 1-D bitmask: expected 0")
+        return bitmask
+    if not 0 <= row < bitmask.shape[0]:
+        raise ValueError(f"row {row} out of range: expected 0..{bitmask.shape[0] - 1}")
+    return bitmask[row]
 
 
 def _bitmask_view(out: Any, num_words: int) -> Any:
@@ -547,14 +551,7 @@ def _fill_device_row(tensor: Any, row: int, src: npt.NDArray[np.int32]) -> None:
     """Copy one row to a device tensor: a host-to-device copy per call, for tests and HF."""
     import torch
 
-    if tensor.dim() == 1:
-        if row != 0:
-            raise ValueError(f"row {row} out of range for a 1-D bitmask: expected 0")
-        dst = tensor
-    else:
-        if not 0 <= row < tensor.shape[0]:
-            raise ValueError(f"row {row} out of range: expected 0..{tensor.shape[0] - 1}")
-        dst = tensor[row]
+    dst = _target_row(tensor, row)
     width = src.shape[0]
     dst[:width].copy_(torch.from_numpy(src))
     if dst.shape[0] > width:

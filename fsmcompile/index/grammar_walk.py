@@ -42,6 +42,14 @@ class SequenceTable:
     context: list[int] = field(default_factory=lambda: [-1])
     _ids: dict[tuple[int, int, int], int] = field(default_factory=dict)
 
+    @classmethod
+    def of(cls, parent: list[int], terminal: list[int], context: list[int]) -> SequenceTable:
+        """The table holding these sequences under their ids (id 0 is the empty one), as
+        an index stores them."""
+        keys = zip(parent, terminal, context, strict=True)
+        ids = {key: i for i, key in enumerate(keys) if i}
+        return cls(list(parent), list(terminal), list(context), ids)
+
     def extend(self, seq: int, terminal: int, context: int) -> int:
         key = (seq, terminal, context)
         found = self._ids.get(key)

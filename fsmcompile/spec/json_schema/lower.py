@@ -36,7 +36,12 @@ from fsmcompile.spec.json_schema.numbers import lower_number
 from fsmcompile.spec.json_schema.objects import lower_object
 from fsmcompile.spec.json_schema.options import JsonOptions, Relaxation, SchemaLowering
 from fsmcompile.spec.json_schema.refs import Location, Registry
-from fsmcompile.spec.json_schema.strings import encode_content, lower_string, string_content
+from fsmcompile.spec.json_schema.strings import (
+    STRING_KEYWORDS,
+    encode_content,
+    lower_string,
+    string_content,
+)
 from fsmcompile.spec.json_schema.syntax import JsonSyntax
 from fsmcompile.spec.json_schema.unsupported import (
     ANNOTATIONS,
@@ -426,10 +431,7 @@ class Lowerer:
 
 
 def _constrains_strings(conj: Conjunction) -> bool:
-    return any(set(p.schema) & _STRING_KEYWORDS for p in conj.parts)
-
-
-_STRING_KEYWORDS = frozenset({"pattern", "format", "minLength", "maxLength"})
+    return any(set(p.schema) & STRING_KEYWORDS for p in conj.parts)
 
 
 def _empty(node: Node) -> bool:

@@ -285,6 +285,10 @@ def strings_except(excluded: Iterable[str]) -> Node:
     return alt(*branches) if branches else NOTHING
 
 
+STRING_KEYWORDS = frozenset({"pattern", "format", "minLength", "maxLength"})
+"""The keywords `string_content` reads (besides values a `not` excludes)."""
+
+
 def string_content(lw: Lowerer, conj: Conjunction) -> Node:
     """The escaped content (no quotes) of strings under every `minLength`/`maxLength`/
     `pattern`/`format` of the conjunction, minus excluded values (`not: {enum}`)."""
