@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from fsmcompile.automaton.budget import Budget
 from fsmcompile.automaton.canonical import canonical_dfa
-from fsmcompile.automaton.compose import concat, intersection, repeat, union
+from fsmcompile.automaton.compose import concat, difference, intersection, repeat, union
 from fsmcompile.automaton.dfa import ByteDFA
 from fsmcompile.automaton.fragment import Fragment
 from fsmcompile.automaton.ir import (
@@ -28,6 +28,7 @@ from fsmcompile.automaton.ir import (
     ByteSet,
     CharSet,
     Concat,
+    Diff,
     Node,
     Ref,
     Repeat,
@@ -181,6 +182,9 @@ class _Builder:
             result = union([self.build(i) for i in node.items], width, self.budget)
         elif isinstance(node, And):
             result = intersection([self.build(i) for i in node.items], width, self.budget)
+        elif isinstance(node, Diff):
+            keep, drop = (self.build(i) for i in node.items)
+            result = difference(keep, drop, self.budget)
         elif isinstance(node, Repeat):
             if node.min < 0 or (node.max is not None and node.max < node.min):
                 raise SpecError(f"invalid repetition {{{node.min},{node.max}}}")

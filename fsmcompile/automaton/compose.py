@@ -15,6 +15,7 @@ from fsmcompile.automaton.fragment import (
     Fragment,
     empty_string,
     nothing,
+    trimmed,
     with_fresh_start,
     without_empty_string,
 )
@@ -91,6 +92,24 @@ def intersection(parts: list[Fragment], num_classes: int, budget: Budget) -> Fra
     if len(unique) == 1:
         return unique[0]
     return product_intersection(unique, budget)
+
+
+def difference(keep: Fragment, drop: Fragment, budget: Budget) -> Fragment:
+    """Strings of `keep` that `drop` does not match: `keep` times the complement of `drop`."""
+    if keep.is_nothing or drop.is_nothing:
+        return keep
+    return product_intersection([keep, complement(drop, budget)], budget)
+
+
+def complement(fragment: Fragment, budget: Budget) -> Fragment:
+    """Every byte string the fragment does not match: a sink state takes the missing
+    transitions, acceptance flips, and states that can no longer accept are dropped."""
+    sink = fragment.num_states
+    budget.reserve(sink + 1, "a complement")
+    trans = np.full((sink + 1, fragment.num_classes), sink, dtype=np.int32)
+    trans[:sink] = np.where(fragment.trans >= 0, fragment.trans, np.int32(sink))
+    accepting = np.append(~fragment.accepting, True)
+    return trimmed(trans, accepting, prune_dead_ends=True)
 
 
 def repeat(item: Fragment, lo: int, hi: int | None, budget: Budget) -> Fragment:

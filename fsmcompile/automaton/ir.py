@@ -66,6 +66,15 @@ class And:
 
 
 @dataclass(frozen=True, slots=True)
+class Diff:
+    """Strings of `items[0]` that are not strings of `items[1]` (set difference, built as
+    a product with the complement of the second). Both must be regular (no `Ref` below):
+    the complement of a context-free language is not context-free."""
+
+    items: tuple[Node, Node]
+
+
+@dataclass(frozen=True, slots=True)
 class Ref:
     """The language of rule `name` (a context-free reference).
 
@@ -77,7 +86,7 @@ class Ref:
     name: str
 
 
-Node = CharSet | ByteSet | Concat | Alt | Repeat | And | Ref
+Node = CharSet | ByteSet | Concat | Alt | Repeat | And | Diff | Ref
 
 EMPTY: Node = Concat(())
 """Matches only the empty string."""
@@ -97,7 +106,7 @@ def nodes(root: Node) -> Iterator[Node]:
         yield node
         if isinstance(node, Repeat):
             stack.append(node.item)
-        elif isinstance(node, (Concat, Alt, And)):
+        elif isinstance(node, (Concat, Alt, And, Diff)):
             stack.extend(node.items)
 
 
@@ -116,7 +125,7 @@ def content_key(root: Node) -> bytes:
         children: tuple[Node, ...] = ()
         if isinstance(node, Repeat):
             children = (node.item,)
-        elif isinstance(node, (Concat, Alt, And)):
+        elif isinstance(node, (Concat, Alt, And, Diff)):
             children = node.items
         if not ready:
             stack.append((node, True))
@@ -203,6 +212,13 @@ def alt(*items: Node) -> Node:
 def repeat(item: Node, lo: int, hi: int | None) -> Node:
     """`item{lo,hi}`; `hi=None` is unbounded."""
     return Repeat(item, lo, hi)
+
+
+def without(keep: Node, drop: Node) -> Node:
+    """`keep` minus the strings of `drop` (`Diff`, skipped when nothing is dropped)."""
+    if drop == NOTHING or keep == NOTHING:
+        return keep
+    return Diff((keep, drop))
 
 
 def optional(item: Node) -> Node:

@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fsmcompile.automaton.fragment import Fragment, nothing
-from fsmcompile.automaton.ir import Alt, And, ByteSet, CharSet, Concat, Node, Repeat
+from fsmcompile.automaton.ir import Alt, And, ByteSet, CharSet, Concat, Diff, Node, Repeat
 from fsmcompile.automaton.utf8 import Utf8Sequence, byte_boundaries, utf8_sequences
 
 IntervalState = tuple[bool, tuple[tuple[int, int, int], ...]]
@@ -66,7 +66,7 @@ def classes_for(root: Node) -> ByteClasses:
             leaves.add(node)
         elif isinstance(node, Repeat):
             stack.append(node.item)
-        elif isinstance(node, (Concat, Alt, And)):
+        elif isinstance(node, (Concat, Alt, And, Diff)):
             stack.extend(node.items)
     for leaf in leaves:
         if isinstance(leaf, CharSet):

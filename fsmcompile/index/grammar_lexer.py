@@ -31,6 +31,7 @@ from fsmcompile.automaton.ir import (
     ByteSet,
     CharSet,
     Concat,
+    Diff,
     Node,
     Repeat,
     normalize_ranges,
@@ -118,9 +119,9 @@ class _Nfa:
             return self.add(_SPLIT, out=[self.build(item, nxt) for item in node.items])
         if isinstance(node, Repeat):
             return self._repeat(node, nxt)
-        if isinstance(node, And):
+        if isinstance(node, (And, Diff)):
             raise UnsupportedFeatureError(
-                "intersections have no match preference in lark terminals"
+                "intersections and differences have no match preference in lark terminals"
             )
         raise TypeError(f"not an IR node: {node!r}")
 

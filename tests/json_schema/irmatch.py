@@ -7,7 +7,7 @@ the DFA tests can compare the builder against it.
 
 from __future__ import annotations
 
-from fsmcompile.automaton.ir import Alt, And, ByteSet, CharSet, Concat, Node, Repeat
+from fsmcompile.automaton.ir import Alt, And, ByteSet, CharSet, Concat, Diff, Node, Repeat
 
 
 def ir_matches(node: Node, text: str) -> bool:
@@ -39,6 +39,8 @@ def ir_matches(node: Node, text: str) -> bool:
         elif isinstance(item, And):
             sets = [ends(sub, start) for sub in item.items]
             result = set.intersection(*map(set, sets)) if sets else set()
+        elif isinstance(item, Diff):
+            result = set(ends(item.items[0], start) - ends(item.items[1], start))
         elif isinstance(item, Repeat):
             result = _repeat(item, start, ends)
         elif isinstance(item, ByteSet):

@@ -11,6 +11,7 @@ from fsmcompile.automaton import build_dfa
 from fsmcompile.automaton.ir import (
     EMPTY,
     NOTHING,
+    And,
     CharSet,
     Node,
     Repeat,
@@ -22,10 +23,10 @@ from fsmcompile.automaton.ir import (
 from fsmcompile.spec.json_schema.strings import (
     ANY_CHAR,
     ANY_STRING,
+    content_except,
     encode_charset,
     encode_content,
     literal_string,
-    strings_except,
 )
 
 from .conftest import Raw, compact, dfa_of
@@ -104,9 +105,13 @@ def test_literal_string_matches_json_dumps() -> None:
 
 @settings(max_examples=100, deadline=None)
 @given(st.sets(st.text(max_size=3), max_size=4), st.text(max_size=4))
-def test_strings_except_is_the_complement(excluded: set[str], probe: str) -> None:
-    node = strings_except(excluded)
-    assert ir_matches(node, probe) is (probe not in excluded)
+def test_content_except_is_the_complement(excluded: set[str], probe: str) -> None:
+    node = content_except(excluded)
+    assert ir_matches(node, compact(probe)[1:-1]) is (probe not in excluded)
+    # A word escaped as \\uXXXX decodes to the same word: never let through.
+    for word in excluded:
+        escaped = "".join(f"\\u{ord(c):04x}" if ord(c) < 0x10000 else c for c in word)
+        assert not ir_matches(node, escaped)
 
 
 def _plain_strings_except(excluded: set[str]) -> Node:
@@ -131,13 +136,36 @@ def _plain_strings_except(excluded: set[str]) -> Node:
     return build(trie)
 
 
+_NARROW_UNIT = alt(
+    negate(chars('"', "\\", (0, 0x1F))),
+    seq(chars("\\"), chars('"\\/bfnrt')),
+    seq(
+        chars("\\"),
+        chars("u"),
+        chars("0"),
+        chars("0"),
+        chars("01"),
+        chars("0123456789abcdefABCDEF"),
+    ),
+    seq(chars("\\"), chars("u"), chars("0"), chars("0"), chars("2"), chars("2")),
+    seq(chars("\\"), chars("u"), chars("0"), chars("0"), chars("5"), chars("cC")),
+)
+"""Narrow spellings, written out: raw, short escapes, `\\u00XX` for controls, `"` and `\\`."""
+
+
 @settings(max_examples=60, deadline=None)
-@given(st.sets(st.text(alphabet='ab/"\\\n\x01é_', max_size=4), min_size=1, max_size=4))
-def test_strings_except_spells_like_the_plain_complement(excluded: set[str]) -> None:
-    """The factored tree (one free rest, escapable characters split off) has exactly the
-    JSON spellings of the straightforward one: same minimized automaton."""
-    fast = build_dfa(encode_content(strings_except(excluded)))
-    plain = build_dfa(encode_content(_plain_strings_except(excluded)))
+@given(st.sets(st.text(alphabet='ab/"\\\n\x01é_😀', max_size=4), min_size=1, max_size=4))
+def test_content_except_is_the_narrow_part_of_the_plain_complement(excluded: set[str]) -> None:
+    """The difference of automata has exactly the narrow spellings (raw, needed escapes,
+    `\\/`) of the complement written out over the words' trie: same minimized automaton."""
+    fast = build_dfa(content_except(excluded))
+    plain = build_dfa(
+        And((encode_content(_plain_strings_except(excluded)), Repeat(_NARROW_UNIT, 0, None)))
+    )
     assert np.array_equal(fast.transitions, plain.transitions)
     assert np.array_equal(fast.accepting, plain.accepting)
     assert np.array_equal(fast.class_of_byte, plain.class_of_byte)
+
+
+def test_content_except_nothing_keeps_every_spelling() -> None:
+    assert ir_matches(content_except(()), "\\u0061\\ud83d\\ude00")

@@ -7,6 +7,8 @@ import time
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fsmcompile.automaton import ByteDFA, build_dfa
 from fsmcompile.automaton.dfa import dfa_key
@@ -27,6 +29,7 @@ from fsmcompile.automaton.ir import (
     optional,
     repeat,
     seq,
+    without,
 )
 from fsmcompile.automaton.utf8 import encode, utf8_sequences
 from fsmcompile.errors import BudgetExceededError, SpecError
@@ -215,6 +218,29 @@ def test_build_dfa_intersection_is_product() -> None:
 
         expected = all(re.fullmatch(p, text) for p in ["[a-c]*", "(ab|c)*", ".{0,4}"])
         assert dfa.matches(text.encode()) == expected
+
+
+_DIFF_PATTERNS = ["[a-c]*", "(ab|c)*", "a.*", ".{0,3}", "(ba)+c?", "", "[^a]*b"]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.sampled_from(_DIFF_PATTERNS),
+    st.sampled_from(_DIFF_PATTERNS),
+    st.lists(st.text(alphabet="abcé", max_size=6), max_size=20),
+)
+def test_build_dfa_difference_is_keep_and_not_drop(keep: str, drop: str, texts: list[str]) -> None:
+    """`Diff` through the complement: matches exactly what `keep` does and `drop` does
+    not, including texts `drop` rejects for bytes `keep` never reads."""
+    import re
+
+    try:
+        dfa = build_dfa(without(parse_regex(keep), parse_regex(drop)))
+    except SpecError:  # the difference is empty
+        dfa = None
+    for text in texts:
+        expected = bool(re.fullmatch(keep, text)) and not re.fullmatch(drop, text)
+        assert (dfa is not None and dfa.matches(text.encode())) == expected
 
 
 def test_build_dfa_byteset_reads_raw_bytes() -> None:

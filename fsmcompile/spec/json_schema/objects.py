@@ -33,11 +33,10 @@ from fsmcompile.spec.json_schema.refs import Location
 from fsmcompile.spec.json_schema.strings import (
     ANY_STRING,
     QUOTE,
-    encode_content,
+    content_except,
     literal_content,
     literal_string,
     string_content,
-    strings_except,
 )
 from fsmcompile.spec.json_schema.unsupported import unsupported_in
 
@@ -115,7 +114,7 @@ def _extras(
     demands S_j of every pattern j that might overlap, and the no-match branch demands
     every S_j: sound, possibly stricter.
     """
-    base = encode_content(strings_except(listed))
+    base = content_except(listed)
     name_contents = [c for c in (_names_content(lw, n) for n in names) if c is not None]
     patterns = [
         (part, pattern, part.child("patternProperties", pattern))

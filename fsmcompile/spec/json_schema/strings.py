@@ -35,13 +35,14 @@ from fsmcompile.automaton.ir import (
     ByteSet,
     CharSet,
     Concat,
+    Diff,
     Node,
     Repeat,
     alt,
     chars,
-    negate,
     normalize_ranges,
     seq,
+    without,
 )
 from fsmcompile.spec.json_schema.lowered import Lowered
 
@@ -144,6 +145,11 @@ def encode_charset(charset: CharSet) -> Node:
     """
     if _covers_everything(charset):
         return STRING_UNIT
+    return _narrow_spellings(charset)
+
+
+def _narrow_spellings(charset: CharSet) -> Node:
+    """The raw character plus the escapes it needs, and `\\/` (see the module docstring)."""
     raw = _intersect(charset.ranges, RAW_CHAR.ranges)
     forms: list[Node] = []
     if raw:
@@ -182,6 +188,10 @@ def encode_content(node: Node) -> Node:
             result = Repeat(walk(item.item), item.min, item.max)
         elif isinstance(item, And):
             result = And(tuple(walk(x) for x in item.items))
+        elif isinstance(item, Diff):
+            # Each spelling decodes to one string, so spellings of a difference are the
+            # spellings of the first part minus those of the second.
+            result = Diff((walk(item.items[0]), walk(item.items[1])))
         elif isinstance(item, ByteSet):
             raise TypeError("string values are made of characters; got a ByteSet")
         else:  # pragma: no cover - Node is a closed union
@@ -221,68 +231,33 @@ def string_body(
     return parts[0] if len(parts) == 1 else And(tuple(parts))
 
 
-_Trie = dict[str, "_Trie"]
+def content_except(excluded: Iterable[str]) -> Node:
+    """The escaped content (no quotes) of strings not in `excluded`, narrowly spelled.
 
-
-_ESCAPABLE = CharSet(normalize_ranges([*_SPECIAL, (0x2F, 0x2F)]))
-"""The characters with escaped spellings besides `\\uXXXX`: controls, `"`, `\\`, `/`."""
-
-
-_NOT_ESCAPABLE = negate(_ESCAPABLE)
-
-
-def strings_except(excluded: Iterable[str]) -> Node:
-    """Decoded strings that are not in `excluded` (complement of a finite set).
-
-    Over the trie of `excluded`, a string either stops at a node that is not a word end,
-    or leaves the trie with a character no child has and then goes on freely. The
-    leaving character is split so that `encode_content` spells each part once: the
-    characters with escaped spellings (`_ESCAPABLE`) follow one shared tree of the trie
-    nodes they leave from, the rest are plain raw classes per node, and a node without
-    children leaves with any character. Size is linear in the total length of
-    `excluded`, and the free rest is written once.
+    A difference of automata: every narrow spelling (raw characters, required escapes,
+    `\\/`; see the module docstring) minus the spellings of the excluded words. A
+    spelling decodes to one string, so removing a word's spellings removes exactly that
+    word; the product is about as large as the words' trie. Narrow, because a key
+    spelled `\\u006d...` could decode to an excluded word only an automaton that
+    tracks the trie through every escape could catch (four times the states).
     """
-    trie: _Trie = {}
-    for word in excluded:
-        node = trie
-        for c in word:
-            node = node.setdefault(c, {})
-        node[""] = {}  # word end
+    words = sorted(set(excluded))
+    if not words:
+        return _any_content()
+    return without(_narrow_content(), alt(*(literal_content(w) for w in words)))
 
-    # Per kind of ending, the branches below a trie node ("stop": the string ends here;
-    # "escapable"/"anything": it leaves with such a character; "raw": with the node).
-    def build(node: _Trie) -> dict[str, list[Node]]:
-        out: dict[str, list[Node]] = {"stop": [], "escapable": [], "raw": [], "anything": []}
-        if "" not in node:
-            out["stop"].append(EMPTY)
-        children = sorted(c for c in node if c)
-        if not children:
-            out["anything"].append(EMPTY)
-        else:
-            leave = negate(chars(*children))
-            escapable = CharSet(normalize_ranges(_intersect(leave.ranges, _ESCAPABLE.ranges)))
-            if escapable == _ESCAPABLE:
-                out["escapable"].append(EMPTY)
-                leave = CharSet(normalize_ranges(_intersect(leave.ranges, _NOT_ESCAPABLE.ranges)))
-            if leave.ranges:
-                out["raw"].append(leave)
-        for c in children:
-            for kind, below in build(node[c]).items():
-                if below:
-                    out[kind].append(seq(chars(c), alt(*below)))
-        return out
 
-    parts = build(trie)
-    leaving: list[Node] = []
-    if parts["escapable"]:
-        leaving.append(seq(alt(*parts["escapable"]), _ESCAPABLE))
-    leaving.extend(parts["raw"])
-    if parts["anything"]:
-        leaving.append(seq(alt(*parts["anything"]), ANY_CHAR))
-    branches = [*parts["stop"]]
-    if leaving:
-        branches.append(seq(alt(*leaving), Repeat(ANY_CHAR, 0, None)))
-    return alt(*branches) if branches else NOTHING
+@functools.cache
+def _any_content() -> Node:
+    return Repeat(STRING_UNIT, 0, None)
+
+
+@functools.cache
+def _narrow_content() -> Node:
+    """Narrowly spelled content of any string; built once per process (`keep_built`)."""
+    from fsmcompile.automaton.build import keep_built
+
+    return keep_built(Repeat(_narrow_spellings(ANY_CHAR), 0, None))
 
 
 STRING_KEYWORDS = frozenset({"pattern", "format", "minLength", "maxLength"})
@@ -314,7 +289,7 @@ def string_content(lw: Lowerer, conj: Conjunction) -> Node:
             lw.report(part, "format", f"format {name!r}: {SPEC_FORMATS_NOT_ENFORCED[name]}")
     excluded = [v for v in conj.excluded_values if isinstance(v, str)]
     if excluded:
-        contents.append(encode_content(strings_except(excluded)))
+        contents.append(content_except(excluded))
     return string_body(min_length=min_length, max_length=max_length, contents=contents)
 
 

@@ -24,7 +24,7 @@ from functools import partial
 import numpy as np
 
 from fsmcompile.automaton.dfa import ByteDFA, dfa_key
-from fsmcompile.automaton.ir import Alt, And, Concat, Node, Ref, Repeat, content_key
+from fsmcompile.automaton.ir import Alt, And, Concat, Diff, Node, Ref, Repeat, content_key
 from fsmcompile.errors import GrammarError, SpecError, UnsupportedFeatureError
 from fsmcompile.memo import StageMemo
 from fsmcompile.spec.lark.grammar import LarkGrammar
@@ -107,7 +107,7 @@ class _Writer:
                 found = True
             elif isinstance(node, Repeat):
                 found = self.has_ref(node.item)
-            elif isinstance(node, (Concat, Alt, And)):
+            elif isinstance(node, (Concat, Alt, And, Diff)):
                 found = any(self.has_ref(item) for item in node.items)
             else:
                 found = False
@@ -154,7 +154,7 @@ class _Writer:
             children: tuple[Node, ...] = ()
             if isinstance(node, Repeat):
                 children = (node.item,)
-            elif isinstance(node, (Concat, Alt, And)):
+            elif isinstance(node, (Concat, Alt, And, Diff)):
                 children = node.items
             for child in children:
                 if not self.has_ref(child) or isinstance(child, Ref):
@@ -201,9 +201,9 @@ class _Writer:
                 return _EMPTY if node.min == 0 else None
             return _EMPTY if item == _EMPTY else _Rep(item, node.min, node.max)
         raise UnsupportedFeatureError(
-            "an intersection (allOf of differently shaped parts, counted object members, "
-            "patterns over keys) that contains a recursive or free-form value cannot be "
-            "written as a grammar"
+            "an intersection or difference (allOf of differently shaped parts, counted "
+            "object members, patterns over keys) that contains a recursive or free-form "
+            "value cannot be written as a grammar"
         )
 
     def _concat(self, node: Concat) -> _Tree | None:
