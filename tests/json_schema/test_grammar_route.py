@@ -173,3 +173,29 @@ def test_overlapping_alternatives_fall_back_to_bounded_nesting(
     assert "nesting limited" in caplog.text
     for text, ok in (("[1]", True), ('[2,[[1]],1,"x"]', True), ("[2]", False), ("[]", False)):
         assert allowed_all_the_way(index, vocab, text)[0] is ok, text
+
+
+def test_branches_sharing_a_free_form_member_stay_a_grammar(vocab: Vocabulary) -> None:
+    # Both branches start with {"a":<free object>: the writer's two copies of the object
+    # rule (one per follow set) meet in one LALR state and are merged, so the schema
+    # keeps its grammar and unbounded depth instead of falling back to 3 levels.
+    free = {"type": "object"}
+    schema = {
+        "anyOf": [
+            {"properties": {"a": free}, "required": ["a"], "additionalProperties": False},
+            {
+                "properties": {"a": free, "b": {"type": "integer"}},
+                "required": ["a", "b"],
+                "additionalProperties": False,
+            },
+        ]
+    }
+    index = compile_json_schema(schema, vocab, cache=False)
+    assert isinstance(index, GrammarIndex)
+    deep: Any = {"x": 1}
+    for _ in range(6):
+        deep = {"d": deep}
+    validator = jsonschema.Draft202012Validator(schema)
+    for value in ({"a": deep}, {"a": deep, "b": 2}, {"a": {}, "b": "2"}, {"b": 2}):
+        text = compact(value)
+        assert allowed_all_the_way(index, vocab, text)[0] is validator.is_valid(value), text

@@ -11,12 +11,14 @@ on into the lexeme after it, so longest match is the lexing JSON needs.
 That lexing is exact only when the lexer's choice is forced: in each lexer context no
 terminal's string may equal or be a prefix of another terminal's string. Grammars that
 break this (overlapping `anyOf` branches around a recursive part) are refused with
-`UnsupportedFeatureError` naming a text both could start with; so are LALR conflicts.
+`UnsupportedFeatureError` naming a text both could start with; so are LALR conflicts,
+but for those between copies of one rule, which are merged (`_merge_twins`).
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -353,13 +355,24 @@ def grammar_from_rules(
 
     writer = _Writer(rules, max_states, deadline)
     text = writer.text(start)
-    try:
-        grammar = load_lark_grammar(text, {"start": START}, generated=writer.generated)
-    except GrammarError as exc:
+    for _ in range(_MERGE_ROUNDS):
+        try:
+            grammar = load_lark_grammar(text, {"start": START}, generated=writer.generated)
+            break
+        except GrammarError as exc:
+            merged = _merge_twins(text, exc.reason)
+            if merged is None:
+                raise UnsupportedFeatureError(
+                    "the alternatives around a recursive or free-form part need more than "
+                    "one lexeme of lookahead to tell apart (LALR(1)): "
+                    f"{exc.reason.splitlines()[0]}"
+                ) from exc
+            text = merged
+    else:
         raise UnsupportedFeatureError(
-            "the alternatives around a recursive or free-form part need more than one "
-            f"lexeme of lookahead to tell apart (LALR(1)): {exc.reason.splitlines()[0]}"
-        ) from exc
+            "the alternatives around a recursive or free-form part still collide after "
+            f"{_MERGE_ROUNDS} rounds of merging rule copies (LALR(1))"
+        )
     _check_contexts(grammar)
     logger.debug(
         "generated grammar: %d rules, %d terminals, %d parser states",
@@ -368,6 +381,54 @@ def grammar_from_rules(
         grammar.table.num_states,
     )
     return grammar
+
+
+_MERGE_ROUNDS = 8
+"""Rounds of `_merge_twins` before a grammar's LALR collisions count as real."""
+_COLLISION = re.compile(
+    r"Reduce/Reduce collision in .*? between the following rules: ?((?:\n\t- <[^\n]*>)+)"
+)
+_COLLIDING_RULE = re.compile(r"\n\t- <(\w+) :")
+_NAME = re.compile(r"\b\w+\b")
+
+
+def _merge_twins(text: str, message: str) -> str | None:
+    """`text` with each set of rules that collide in lark's LALR table (`message`) and
+    have the same definition merged into one; None when no collision is between twins.
+
+    The writer copies a rule per follow set. Where two copies are used at one place
+    (overlapping `anyOf` branches that share a recursive member), LALR cannot choose
+    which copy to reduce to, though both read the same texts. Merging them loses
+    nothing: the parser state where they meet merges their follow sets already, and the
+    lexing check that follows still refuses any context the merge makes ambiguous.
+    """
+    bodies: dict[str, str] = {}
+    for line in text.splitlines():
+        name, sep, body = line.partition(": ")
+        if sep:
+            bodies[name] = body
+    alias: dict[str, str] = {}
+    for collision in _COLLISION.finditer(message):
+        names = sorted(set(_COLLIDING_RULE.findall(collision.group(1))))
+        by_body: dict[str, list[str]] = {}
+        for name in names:
+            if name in bodies:
+                by_body.setdefault(bodies[name], []).append(alias.get(name, name))
+        for twins in by_body.values():
+            keep = min(twins)
+            alias.update((twin, keep) for twin in twins if twin != keep)
+    if not alias:
+        return None
+
+    def resolve(name: str) -> str:
+        while name in alias:
+            name = alias[name]
+        return name
+
+    def rename(body: str) -> str:
+        return _NAME.sub(lambda word: resolve(word.group(0)), body)
+
+    return "".join(f"{n}: {rename(b)}\n" for n, b in bodies.items() if n not in alias)
 
 
 def _check_contexts(grammar: LarkGrammar) -> None:
