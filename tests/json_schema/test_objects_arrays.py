@@ -74,6 +74,25 @@ def test_additional_properties_schema_and_patterns(accepts) -> None:
     assert not check({"x-a": 1}) and not check({"flag": "s"})
 
 
+def test_overlapping_pattern_properties_are_exact(accepts) -> None:
+    # JSON:API attributes: any word key, but the reserved names (which also match \w+)
+    # are refused, and keys matching neither pattern are not allowed at all.
+    check = accepts(
+        {
+            "type": "object",
+            "patternProperties": {
+                "^\\w[-\\w_]*$": {},
+                "^(relationships|links)$": {"not": {}},
+            },
+            "additionalProperties": False,
+        }
+    )
+    assert check({"title": "x", "body": [1, {"k": None}]}) and check({"links2": 1})
+    assert not check({"links": 1}) and not check({"relationships": {}})
+    assert not check({"-dash": 1}) and not check({"a b": 1})
+    assert not check(Raw('{"\\u006cinks":1}'))  # "links" in disguise
+
+
 def test_property_names_and_counts(accepts) -> None:
     check = accepts(
         {

@@ -15,7 +15,7 @@ import time
 from collections import Counter
 from typing import Any
 
-from fsmcompile.automaton.ir import NOTHING, And, Node, Ref, alt, literal
+from fsmcompile.automaton.ir import NOTHING, And, Node, Ref, alt, literal, without
 from fsmcompile.automaton.rules import prune_rules
 from fsmcompile.errors import BudgetExceededError, SchemaError, UnsupportedFeatureError
 from fsmcompile.spec.json_schema.arrays import lower_array
@@ -29,7 +29,6 @@ from fsmcompile.spec.json_schema.combinators import (
     provably_disjoint,
     type_atoms,
 )
-from fsmcompile.spec.json_schema.complement import complement
 from fsmcompile.spec.json_schema.instances import InstanceChecker
 from fsmcompile.spec.json_schema.lowered import NOTHING_LOWERED, Lowered
 from fsmcompile.spec.json_schema.numbers import lower_number
@@ -40,6 +39,7 @@ from fsmcompile.spec.json_schema.strings import (
     STRING_KEYWORDS,
     encode_content,
     lower_string,
+    narrow_content,
     string_content,
 )
 from fsmcompile.spec.json_schema.syntax import JsonSyntax
@@ -151,7 +151,6 @@ class Lowerer:
         self._patterns: dict[str, Node | None] = {}
         self._decoded: dict[str, Node | None] = {}
         self._disjoint: dict[tuple[str, str], bool] = {}
-        self._complements: dict[str, Node | None] = {}
 
     # -- reporting ---------------------------------------------------------------
 
@@ -179,13 +178,10 @@ class Lowerer:
         return node
 
     def pattern_complement(self, pattern: str) -> Node | None:
-        """Escaped content of the strings a (searched) pattern does NOT match, when its
-        shape allows writing that down (see complement.py); None otherwise."""
-        if pattern not in self._complements:
-            decoded = self._decoded.get(pattern)
-            negated = complement(decoded) if decoded is not None else None
-            self._complements[pattern] = None if negated is None else encode_content(negated)
-        return self._complements[pattern]
+        """Escaped content of the strings a (searched) pattern does NOT match, narrowly
+        spelled (`narrow_content`); None when the pattern itself could not be compiled."""
+        matched = self._patterns.get(pattern)
+        return None if matched is None else without(narrow_content(), matched)
 
     def patterns_disjoint(self, first: str, second: str) -> bool:
         """Whether no string matches both patterns (searched), proved by building the

@@ -109,10 +109,8 @@ def _extras(
     """(key content, value) alternatives for keys not listed in `properties`.
 
     A key matching pattern i must satisfy S_i and every S_j whose pattern also matches
-    it; a key matching none must satisfy `additionalProperties`. With complements of the
-    patterns (`complement.py`) both are exact; without, the branch for pattern i also
-    demands S_j of every pattern j that might overlap, and the no-match branch demands
-    every S_j: sound, possibly stricter.
+    it; a key matching none must satisfy `additionalProperties`. Both are exact through
+    the patterns' complements (`Lowerer.pattern_complement`, narrowly spelled keys).
     """
     base = content_except(listed)
     name_contents = [c for c in (_names_content(lw, n) for n in names) if c is not None]

@@ -189,9 +189,11 @@ def encode_content(node: Node) -> Node:
         elif isinstance(item, And):
             result = And(tuple(walk(x) for x in item.items))
         elif isinstance(item, Diff):
-            # Each spelling decodes to one string, so spellings of a difference are the
-            # spellings of the first part minus those of the second.
-            result = Diff((walk(item.items[0]), walk(item.items[1])))
+            # A spelling decodes to one string, so removing every spelling the second part
+            # has removes its strings; it has every narrow spelling of them (free parts
+            # have all spellings), so the first part is kept to narrow spellings.
+            kept, dropped = item.items
+            result = Diff((And((walk(kept), narrow_content())), walk(dropped)))
         elif isinstance(item, ByteSet):
             raise TypeError("string values are made of characters; got a ByteSet")
         else:  # pragma: no cover - Node is a closed union
@@ -244,7 +246,7 @@ def content_except(excluded: Iterable[str]) -> Node:
     words = sorted(set(excluded))
     if not words:
         return _any_content()
-    return without(_narrow_content(), alt(*(literal_content(w) for w in words)))
+    return without(narrow_content(), alt(*(literal_content(w) for w in words)))
 
 
 @functools.cache
@@ -253,7 +255,7 @@ def _any_content() -> Node:
 
 
 @functools.cache
-def _narrow_content() -> Node:
+def narrow_content() -> Node:
     """Narrowly spelled content of any string; built once per process (`keep_built`)."""
     from fsmcompile.automaton.build import keep_built
 
