@@ -181,3 +181,12 @@ def test_oneof_of_disjoint_string_patterns_is_exact(accepts) -> None:
     )
     assert check("Normal - lung") and check("Primary - x")
     assert not check("Normal") and not check("Other - x")
+
+
+def test_oneof_branch_types_are_read_through_anyof(accepts) -> None:
+    # JSON:API relationship data: to-one (null or an object) or to-many (an array).
+    to_one = {"anyOf": [{"type": "null"}, {"type": "object", "required": ["id"]}]}
+    to_many = {"type": "array", "items": {"type": "object", "required": ["id"]}}
+    check = accepts({"oneOf": [to_one, to_many]})
+    assert check(None) and check({"id": 1}) and check([]) and check([{"id": 1}])
+    assert not check("x") and not check({}) and not check([{}])

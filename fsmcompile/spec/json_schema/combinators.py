@@ -247,6 +247,23 @@ def type_atoms(conj: Conjunction) -> frozenset[Atom]:
     return atoms
 
 
+def possible_atoms(lw: Lowerer, conj: Conjunction, depth: int = 0) -> frozenset[Atom]:
+    """The type atoms an instance of the conjunction can have: its `type`s, narrowed by
+    each `anyOf`/`oneOf` group to the atoms some option allows (`anyOf: [{type: null},
+    {type: object}]` is null or object). Groups nested deeper than 3 are not looked at."""
+    atoms = type_atoms(conj)
+    for group in conj.groups if depth < 3 else ():
+        allowed: frozenset[Atom] = frozenset()
+        for option in group.options:
+            branch = collect(lw, option, option=True)
+            if not branch.false:
+                allowed |= possible_atoms(lw, branch, depth + 1)
+            if allowed >= atoms:
+                break
+        atoms &= allowed
+    return atoms
+
+
 def enum_values(conj: Conjunction) -> list[Any] | None:
     """Values every `enum`/`const` part allows, in first-seen order; None if unrestricted."""
     result: list[Any] | None = None
@@ -296,7 +313,7 @@ def provably_disjoint(lw: Lowerer, a: Conjunction, b: Conjunction, depth: int = 
     types, disjoint `enum`/`const` sets, disjoint numeric ranges, string keywords whose
     automata do not intersect, or a property one side requires whose values the other
     side cannot accept (a discriminator, or a key it forbids)."""
-    common = type_atoms(a) & type_atoms(b)
+    common = possible_atoms(lw, a) & possible_atoms(lw, b)
     if not common or a.false or b.false:
         return True
     values_a, values_b = enum_values(a), enum_values(b)
