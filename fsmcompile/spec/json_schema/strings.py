@@ -87,7 +87,9 @@ STRING_UNIT: Node = alt(
 )
 """One decoded character in any JSON spelling: raw, short escape, `\\uXXXX`, or a pair."""
 
-ANY_STRING: Node = seq(QUOTE, Repeat(STRING_UNIT, 0, None), QUOTE)
+ANY_CONTENT: Node = Repeat(STRING_UNIT, 0, None)
+"""The content of any string, in every spelling."""
+ANY_STRING: Node = seq(QUOTE, ANY_CONTENT, QUOTE)
 """Every JSON string."""
 
 
@@ -245,13 +247,8 @@ def content_except(excluded: Iterable[str]) -> Node:
     """
     words = sorted(set(excluded))
     if not words:
-        return _any_content()
+        return ANY_CONTENT
     return without(narrow_content(), alt(*(literal_content(w) for w in words)))
-
-
-@functools.cache
-def _any_content() -> Node:
-    return Repeat(STRING_UNIT, 0, None)
 
 
 @functools.cache
