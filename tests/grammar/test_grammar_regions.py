@@ -58,6 +58,15 @@ def _schema_grammar(schema: dict[str, object]) -> LarkGrammar:
     return grammar_from_rules({ROOT_RULE: node, **rules}, ROOT_RULE, max_states=100_000)
 
 
+def _rows(
+    origin: int, seq: int, state: int, tokens: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int64]:
+    """One (origin, seq, end shape, token) row per token."""
+    block = np.empty((tokens.shape[0], 4), dtype=np.int64)
+    block[:, 0], block[:, 1], block[:, 2], block[:, 3] = origin, seq, state, tokens
+    return block
+
+
 def _outcomes(
     records: WalkRecords, server: RegionServer | None, vocab: Vocabulary, num_origins: int
 ) -> npt.NDArray[np.int64]:
@@ -76,12 +85,7 @@ def _outcomes(
     for r in range(records.node.shape[0]):
         tokens = by_node[int(records.node[r])]
         for origin in np.flatnonzero(flags[r]).tolist():
-            block = np.empty((tokens.shape[0], 4), dtype=np.int64)
-            block[:, 0] = origin
-            block[:, 1] = records.seq[r]
-            block[:, 2] = records.state[r]
-            block[:, 3] = tokens
-            rows.append(block)
+            rows.append(_rows(origin, int(records.seq[r]), int(records.state[r]), tokens))
     if server is not None:
         stays = server.stays
         for g in range(len(stays.pattern)):
@@ -89,12 +93,7 @@ def _outcomes(
             row_flags = np.unpackbits(bits.view(np.uint8), axis=1, bitorder="little")[0]
             tokens = stays.patterns[stays.pattern[g]]
             for origin in np.flatnonzero(row_flags[:num_origins]).tolist():
-                block = np.empty((tokens.shape[0], 4), dtype=np.int64)
-                block[:, 0] = origin
-                block[:, 1] = stays.seq[g]
-                block[:, 2] = stays.state[g]
-                block[:, 3] = tokens
-                rows.append(block)
+                rows.append(_rows(origin, stays.seq[g], stays.state[g], tokens))
     return np.unique(np.concatenate(rows), axis=0)
 
 
