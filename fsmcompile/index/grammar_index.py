@@ -36,6 +36,7 @@ from fsmcompile.index.grammar_walk import (
     SequenceTable,
     WalkRecords,
     walk_grammar_tokens,
+    walk_levels,
 )
 from fsmcompile.index.wide_rows import unique_wide_rows
 from fsmcompile.spec.lark.grammar import LarkGrammar, ParseTable
@@ -174,6 +175,7 @@ def build_grammar_index(
     shape_xset = np.zeros(shapes.num_shapes, dtype=np.int32)
     shape_xset[shapes.of_state] = exits.state_xset
     regions = RegionServer(shapes, vocab)
+    height = int(vocab.trie.node_height[0]) if vocab.trie.num_nodes else 0
     sequences = SequenceTable()
     records = walk_grammar_tokens(
         shapes,
@@ -183,6 +185,7 @@ def build_grammar_index(
         sequences,
         ConstraintTable(),
         deadline,
+        levels=walk_levels(shapes, shape_xset, regions, height, deadline),
         regions=regions,
     )
     walked = time.perf_counter()

@@ -24,9 +24,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from fsmcompile.automaton.dfa import ByteDFA
 from fsmcompile.errors import BudgetExceededError
 from fsmcompile.index.grammar_lexer import LexerAutomaton, LexerShapes
 from fsmcompile.index.grammar_regions import MAX_SERVED_DEPTH, Entries, RegionServer
+from fsmcompile.index.levels import LivenessLevels, liveness_levels
 from fsmcompile.vocabulary.trie import TokenTrie
 
 Emitted = tuple[tuple[int, int], ...]
@@ -207,6 +209,7 @@ def walk_grammar_tokens(
     constraints: ConstraintTable,
     deadline: float | None = None,
     *,
+    levels: LivenessLevels | None = None,
     regions: RegionServer | None = None,
 ) -> WalkRecords:
     """Outcomes of every text token from every lexer state, level by level through the trie.
@@ -221,7 +224,9 @@ def walk_grammar_tokens(
     at the origin is cut, the bitset is split by the origins' contexts. Cost grows with
     distinct live entries. Inside-lexeme steps are numpy; cuts and constraints go through
     small Python loops over distinct (sequence, terminal, context) and (constraint set,
-    byte class) pairs only.
+    byte class) pairs only. With `levels`, at each trie node a shape stands in for every
+    shape equivalent to it at the node's height, so the levels of a bounded string merge;
+    records then name that shape, which has the same exit set.
     """
     num_origins = int(shapes.of_state.shape[0])
     words = (num_origins + 63) // 64
@@ -245,9 +250,18 @@ def walk_grammar_tokens(
             else 0
         )
 
-    order = np.argsort(shapes.of_state, kind="stable")
-    starts0 = np.flatnonzero(np.concatenate([[True], np.diff(shapes.of_state[order]) != 0]))
-    state = shapes.of_state[order][starts0].astype(np.int64)
+    # Per trie node, the shapes a walk may stand for one another there (`walk_levels`).
+    if levels is None:
+        canon = np.arange(shapes.num_shapes, dtype=np.int32)[None, :]
+        canon_row = np.zeros(trie.num_nodes, dtype=np.int64)
+    else:
+        canon = levels.canon
+        heights = np.minimum(trie.node_height, len(levels.row_of_height) - 1)
+        canon_row = levels.row_of_height[heights]
+    start_shape = canon[canon_row[0], shapes.of_state] if trie.num_nodes else shapes.of_state
+    order = np.argsort(start_shape, kind="stable")
+    starts0 = np.flatnonzero(np.concatenate([[True], np.diff(start_shape[order]) != 0]))
+    state = start_shape[order][starts0].astype(np.int64)
     bits = _or_runs(onehot, order, starts0)
     seq = np.zeros(state.shape[0], dtype=np.int64)
     node = np.zeros(state.shape[0], dtype=np.int64)
@@ -403,6 +417,7 @@ def walk_grammar_tokens(
                 continue
             break
         # Merge equal (node, shape, seq, constraints) entries; OR their origin bitsets.
+        e_state = canon[canon_row[e_node], e_state]
         cfg_key = np.stack([e_node, e_seq, e_cid, e_state], axis=1)
         order = _sort_rows(cfg_key)
         cfg_key = cfg_key[order]
@@ -427,6 +442,34 @@ def walk_grammar_tokens(
         np.concatenate(rec_seq),
         np.concatenate(rec_bits),
     )
+
+
+def walk_levels(
+    shapes: LexerShapes,
+    shape_xset: npt.NDArray[np.int32],
+    regions: RegionServer,
+    height: int,
+    deadline: float | None = None,
+) -> LivenessLevels:
+    """Which shapes a walk may merge at a trie node of each height.
+
+    A record keeps only the exit set of the shape a token ends in, and a step depends on
+    the shape only through its transitions and label (the cut). So two shapes that agree
+    on label and exit set along every path of h bytes leave the same records below a node
+    of height h. The 200 levels of `"[^"]{0,200}"` are such shapes: a walk that kept them
+    apart paid a full trie walk per level. Region roles keep their region, so a served
+    shape is only replaced by one served the same way.
+    """
+    key = np.stack(
+        [shapes.label.astype(np.int64), shape_xset.astype(np.int64), regions.region_of], axis=1
+    )
+    _, initial = np.unique(key, axis=0, return_inverse=True)
+    dfa = ByteDFA(
+        transitions=shapes.transitions,
+        class_of_byte=shapes.class_of_byte,
+        accepting=shapes.label >= 0,
+    )
+    return liveness_levels(dfa, height, deadline, initial=initial.reshape(-1).astype(np.int64))
 
 
 def tokens_reaching_labels(

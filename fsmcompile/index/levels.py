@@ -57,8 +57,21 @@ def _refine(
     return rank[inv.reshape(-1)], first[order]
 
 
-def liveness_levels(dfa: ByteDFA, max_height: int, deadline: float | None = None) -> LivenessLevels:
+def liveness_levels(
+    dfa: ByteDFA,
+    max_height: int,
+    deadline: float | None = None,
+    *,
+    initial: npt.NDArray[np.int64] | None = None,
+) -> LivenessLevels:
     """Refine the live states up to `max_height` levels (or until stable).
+
+    Args:
+        dfa: the automaton; only its transitions are read.
+        max_height: the deepest level needed (the trie's height).
+        deadline: `time.monotonic()` value past which the refinement stops.
+        initial: int64[S], what a state must share with another to be 0-equivalent
+            (a grammar walk's labels and exit sets); all states alike when None.
 
     Cost: O(levels * S * C) numpy work; most patterns stabilize within a few levels.
     """
@@ -66,11 +79,20 @@ def liveness_levels(dfa: ByteDFA, max_height: int, deadline: float | None = None
     num_states = dfa.num_states
     rng = np.random.default_rng(0x5EED)
     mult = rng.integers(1, 2**63, size=trans.shape[1] + 1, dtype=np.uint64) | np.uint64(1)
-    cls = np.zeros(num_states, dtype=np.int64)
-    canon_rows = [np.zeros(num_states, dtype=np.int32)]
+    if initial is None:
+        cls = np.zeros(num_states, dtype=np.int64)
+        first = np.zeros(min(num_states, 1), dtype=np.int64)
+    else:
+        # Classes numbered by first member, as `_refine` numbers them.
+        _, first, inv = np.unique(initial, return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.shape[0])
+        cls, first = rank[inv.reshape(-1)], first[order]
+    canon_rows = [first[cls].astype(np.int32)]
     max_rows = max(2, _MAX_LEVEL_CELLS // max(num_states, 1))
     stored_levels = [0]
-    num_classes = 1
+    num_classes = len(first)
     for level in range(1, max_height + 1):
         if deadline is not None and time.monotonic() > deadline:
             raise BudgetExceededError(

@@ -14,6 +14,7 @@ import numpy.typing as npt
 import pytest
 
 from fsmcompile.compiler import ROOT_RULE, lower_spec
+from fsmcompile.index.grammar_exits import exit_sets
 from fsmcompile.index.grammar_index import next_contexts
 from fsmcompile.index.grammar_lexer import build_lexer_automaton, lexer_shapes
 from fsmcompile.index.grammar_regions import RegionServer
@@ -22,6 +23,7 @@ from fsmcompile.index.grammar_walk import (
     SequenceTable,
     WalkRecords,
     walk_grammar_tokens,
+    walk_levels,
 )
 from fsmcompile.spec.lark import load_lark_grammar
 from fsmcompile.spec.lark.from_rules import grammar_from_rules
@@ -131,3 +133,46 @@ def test_served_json_lark_walk_equals_plain_walk(phi3: Vocabulary) -> None:
     plain, served, server = _walk_both(load_lark_grammar(text), phi3)
     assert server.regions
     assert np.array_equal(plain, served)
+
+
+BOUNDED = {
+    "type": "object",
+    "properties": {
+        "code": {"type": "string", "minLength": 2, "maxLength": 9},
+        "note": {"type": "string", "maxLength": 4},
+        "rest": {"type": "array", "items": {"type": "string", "maxLength": 3}, "maxItems": 2},
+    },
+    "required": ["code"],
+}
+
+
+def test_level_merged_walk_keeps_every_exit_set(gpt2: Vocabulary) -> None:
+    """Merging shapes that agree at a node's height (the levels of a bounded string) may
+    rename a record's end shape, never change its exit set, sequence, origin or token."""
+    grammar = _schema_grammar(BOUNDED)
+    lexer = build_lexer_automaton(grammar, max_states=100_000)
+    shapes = lexer_shapes(lexer)
+    shape_xset = np.zeros(shapes.num_shapes, dtype=np.int32)
+    shape_xset[shapes.of_state] = exit_sets(lexer, len(grammar.terminals)).state_xset
+    contexts = next_contexts(grammar.table, len(grammar.terminals))
+    ignored = grammar.ignored.tolist()
+    height = int(gpt2.trie.node_height[0])
+    levels = walk_levels(shapes, shape_xset, RegionServer(shapes, gpt2), height)
+    assert (levels.canon[1] != np.arange(shapes.num_shapes)).any(), "no shapes merged"
+    found = []
+    for merged in (None, levels):
+        server = RegionServer(shapes, gpt2)
+        records = walk_grammar_tokens(
+            shapes,
+            gpt2.trie,
+            contexts,
+            ignored,
+            SEQUENCES,
+            ConstraintTable(),
+            levels=merged,
+            regions=server,
+        )
+        rows = _outcomes(records, server, gpt2, lexer.num_states)
+        rows[:, 2] = shape_xset[rows[:, 2]]
+        found.append(np.unique(rows, axis=0))
+    assert np.array_equal(found[0], found[1])
