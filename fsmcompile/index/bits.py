@@ -18,12 +18,14 @@ def bitmask_words(vocab_size: int) -> int:
 def pack_bool_rows(allowed: npt.NDArray[np.bool_]) -> npt.NDArray[np.int32]:
     """Pack bool[R, V] into int32[R, ceil(V/32)] (bits past V are zero)."""
     rows, width = allowed.shape
-    padded_width = bitmask_words(width) * 32
-    if padded_width != width:
-        padded = np.zeros((rows, padded_width), dtype=np.bool_)
-        padded[:, :width] = allowed
-        allowed = padded
-    packed = np.packbits(allowed, axis=1, bitorder="little")  # uint8[R, W*4]
+    packed = np.packbits(allowed, axis=1, bitorder="little")  # uint8[R, ceil(V/8)]
+    # Pad the packed bytes, not the bool matrix: copying [R, V] bools to pad them cost
+    # several times the packing itself (128,257 tokens is not a multiple of 32).
+    num_bytes = bitmask_words(width) * 4
+    if packed.shape[1] != num_bytes:
+        padded = np.zeros((rows, num_bytes), dtype=np.uint8)
+        padded[:, : packed.shape[1]] = packed
+        packed = padded
     return np.ascontiguousarray(packed).view("<i4").astype(np.int32, copy=False)
 
 

@@ -104,7 +104,7 @@ def test_levels_refine_chain_one_position_per_level() -> None:
     assert len(set(root[7:].tolist())) == 4
 
 
-@pytest.mark.parametrize("width", [1, 31, 32, 33, 100])
+@pytest.mark.parametrize("width", [1, 7, 8, 31, 32, 33, 100, 129])
 def test_bits_pack_unpack_roundtrip(width: int) -> None:
     rng = np.random.default_rng(width)
     rows = rng.random((4, width)) < 0.4
