@@ -50,7 +50,14 @@ def _refine(
     _, first, inv = np.unique(hashed, return_index=True, return_inverse=True)
     if not np.array_equal(sig, sig[first[inv]]):
         _, first, inv = np.unique(sig, axis=0, return_index=True, return_inverse=True)
-    # Renumber classes by first member so ids are canonical and deterministic.
+    return _by_first_member(first, inv)
+
+
+def _by_first_member(
+    first: npt.NDArray[np.int64], inv: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Classes renumbered by first member, so ids are canonical and deterministic: (class
+    of each state, first member of each class), from `np.unique`'s index and inverse."""
     order = np.argsort(first, kind="stable")
     rank = np.empty_like(order)
     rank[order] = np.arange(order.shape[0])
@@ -83,12 +90,8 @@ def liveness_levels(
         cls = np.zeros(num_states, dtype=np.int64)
         first = np.zeros(min(num_states, 1), dtype=np.int64)
     else:
-        # Classes numbered by first member, as `_refine` numbers them.
         _, first, inv = np.unique(initial, return_index=True, return_inverse=True)
-        order = np.argsort(first, kind="stable")
-        rank = np.empty_like(order)
-        rank[order] = np.arange(order.shape[0])
-        cls, first = rank[inv.reshape(-1)], first[order]
+        cls, first = _by_first_member(first, inv)
     canon_rows = [first[cls].astype(np.int32)]
     max_rows = max(2, _MAX_LEVEL_CELLS // max(num_states, 1))
     stored_levels = [0]
