@@ -285,8 +285,12 @@ def _groups(
     dense_patterns = np.flatnonzero(pattern_sizes >= _DENSE_MIN_TOKENS)
     allowed = np.zeros((dense.shape[0] + dense_patterns.shape[0], vocab.size), dtype=np.bool_)
     allowed[in_dense[group_of[~listed]], tokens[~listed]] = True
-    for i, p in enumerate(dense_patterns.tolist()):
-        allowed[dense.shape[0] + i, stays.patterns[p]] = True
+    if dense_patterns.shape[0]:  # one scatter for all of them, not one per pattern
+        pattern_rows = dense.shape[0] + np.arange(dense_patterns.shape[0])
+        allowed[
+            np.repeat(pattern_rows, pattern_sizes[dense_patterns]),
+            np.concatenate([stays.patterns[p] for p in dense_patterns.tolist()]),
+        ] = True
     packed = pack_bool_rows(allowed)
     first_row, row_of = unique_rows(packed)
     masks = packed[first_row]

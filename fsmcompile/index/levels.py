@@ -17,6 +17,7 @@ import numpy.typing as npt
 
 from fsmcompile.automaton.dfa import ByteDFA
 from fsmcompile.errors import BudgetExceededError
+from fsmcompile.index.wide_rows import unique_wide_rows
 
 # Bound on stored canonical maps (states x levels); past it, heights round up to the
 # finest stored level, which is always safe (a finer class never merges unlike states).
@@ -40,16 +41,12 @@ class LivenessLevels:
 
 
 def _refine(
-    trans: npt.NDArray[np.int32], cls: npt.NDArray[np.int64], mult: npt.NDArray[np.uint64]
+    trans: npt.NDArray[np.int32], cls: npt.NDArray[np.int64]
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """One refinement round: class ids and first members for signature (cls, cls[trans])."""
     nxt = np.where(trans >= 0, cls[np.maximum(trans, 0)], -1)
     sig = np.concatenate([cls[:, None], nxt], axis=1)
-    # A 64-bit hash makes the round a 1-D unique; the exact check below catches collisions.
-    hashed = ((sig + 1).astype(np.uint64) * mult).sum(axis=1, dtype=np.uint64)
-    _, first, inv = np.unique(hashed, return_index=True, return_inverse=True)
-    if not np.array_equal(sig, sig[first[inv]]):
-        _, first, inv = np.unique(sig, axis=0, return_index=True, return_inverse=True)
+    first, inv = unique_wide_rows((sig + 1).astype(np.uint64))
     return _by_first_member(first, inv)
 
 
@@ -84,8 +81,6 @@ def liveness_levels(
     """
     trans = dfa.transitions
     num_states = dfa.num_states
-    rng = np.random.default_rng(0x5EED)
-    mult = rng.integers(1, 2**63, size=trans.shape[1] + 1, dtype=np.uint64) | np.uint64(1)
     if initial is None:
         cls = np.zeros(num_states, dtype=np.int64)
         first = np.zeros(min(num_states, 1), dtype=np.int64)
@@ -101,7 +96,7 @@ def liveness_levels(
             raise BudgetExceededError(
                 "compile timed out while grouping states", limit="timeout_s", value=0.0
             )
-        new_cls, first = _refine(trans, cls, mult)
+        new_cls, first = _refine(trans, cls)
         if len(first) == num_classes:
             break
         cls, num_classes = new_cls, len(first)
