@@ -59,7 +59,7 @@ class GrammarMatcher:
         self._history: list[tuple[tuple[Config, ...], bool, bool]] = []
         self._out: object = None
         self._out_view: Any = None
-        self._configs: tuple[Config, ...] = ((0, self._tables.start_lexer_state, 0),)
+        self._configs: tuple[Config, ...] = ((0, self._tables.start_lexer_state, 0, 0),)
         self._fresh = True
         self._terminated = False
 

@@ -36,8 +36,14 @@ from fsmcompile.memo import StageMemo
 if TYPE_CHECKING:
     from fsmcompile.index.grammar_index import GrammarIndex
 
-Config = tuple[int, int, int]
-"""(stack id, lexer state, constraint set id): one reading of the text so far."""
+Config = tuple[int, int, int, int]
+"""(stack id, lexer state, constraint set id, items counted in the pending lexeme): one
+reading of the text so far. The count matters only in a counted lexeme's states
+(`LexerAutomaton.char_bound`), which may hold at most that many items."""
+
+Outcome = tuple[int, int, int, int, int]
+"""(seq id, end lexer state, constraint id, items grown, items fresh) of one reading of a
+token (`walk_bytes`)."""
 
 Plan = list[tuple[int, list[tuple[int, int, int]]]]
 """Runs of one lexer state: [(first seq, [(seq, exit set, run id)])]."""
@@ -107,6 +113,10 @@ class GrammarTables:
             any(ctxs is None and self._ignored[t] for t, ctxs in pairs) for pairs in self._xsets
         ]
         self._state_xset: list[int] = index.state_xset.tolist()
+        self._char_bound: list[int] = lexer.char_bound.tolist()
+        self._longest_token = int(vocab.max_token_bytes)
+        self._grown: dict[int, npt.NDArray[np.int32]] = {}
+        self._too_long: dict[tuple[int, int], npt.NDArray[np.int32]] = {}
         runs = _entry_runs(index)
         # As lists: a plan or a part reads a few items at a time.
         self._origin_block: list[int] = runs.origin_block.tolist()
@@ -135,7 +145,7 @@ class GrammarTables:
         self._row_exact: dict[tuple[int, int], tuple[npt.NDArray[np.int32], int]] = {}
         self._row_suffix: dict[tuple[int, tuple[int, ...]], npt.NDArray[np.int32]] = {}
         self._suffix_lengths: dict[tuple[int, int], list[int]] = {}
-        self._outcomes: dict[tuple[int, int, int], tuple[Config, ...]] = {}
+        self._outcomes: dict[tuple[int, int, int], tuple[Outcome, ...]] = {}
         self._hits: dict[int, npt.NDArray[np.int32]] = {}
         self._set_rows: dict[tuple[Config, ...], npt.NDArray[np.int32]] = {}
         self._plans: dict[int, Plan] = {}
@@ -504,16 +514,27 @@ class GrammarTables:
             self._hits[cid] = row
         return row
 
+    def _room(self, state: int, count: int) -> int:
+        """How many more items a token may add to the lexeme at `state` having `count`, or
+        -1 when no token could pass its bound (uncounted, or far from the bound)."""
+        bound = self._char_bound[state]
+        if bound < 0 or bound - count >= self._longest_token:
+            return -1
+        return bound - count
+
     def set_row(self, configs: tuple[Config, ...], fresh: bool) -> npt.NDArray[np.int32]:
         """int32[W]: the allowed tokens of a configuration set (OR of its readings)."""
-        if len(configs) == 1 and configs[0][2] == 0 and not fresh:
-            return self.config_row(configs[0][0], configs[0][1])[0]
-        key = configs if not fresh else (*configs, (-1, -1, -1))
+        keys = tuple((s, q, cid, self._room(q, n)) for s, q, cid, n in configs)
+        if len(keys) == 1 and keys[0][2] == 0 and keys[0][3] < 0 and not fresh:
+            return self.config_row(keys[0][0], keys[0][1])[0]
+        key = keys if not fresh else (*keys, (-1, -1, -1, -1))
         row = self._set_rows.get(key)
         if row is None:
             row = np.zeros(self.num_words, dtype=np.int32)
-            for stack, state, cid in configs:
+            for stack, state, cid, room in keys:
                 part = self.config_row(stack, state)[0]
+                if room >= 0:
+                    part = part & ~self.too_long_row(state, room)
                 if cid:
                     eos = part & self.eos_row
                     part = (part & ~self.constraint_row(cid)) | eos
@@ -527,13 +548,67 @@ class GrammarTables:
 
     # -- advancing ------------------------------------------------------------------------
 
-    def outcomes(self, state: int, cid: int, token: int) -> tuple[tuple[int, int, int], ...]:
-        """(seq id, end lexer state, constraint id) for each reading of a token's bytes."""
+    def too_long_row(self, state: int, room: int) -> npt.NDArray[np.int32]:
+        """int32[W]: tokens that add more than `room` items to the lexeme at `state`."""
+        row = self._too_long.get((state, room))
+        if row is None:
+            flags = np.zeros(self.num_words * 32, dtype=np.bool_)
+            flags[: self.vocab_size] = self._grown_from(state) > room
+            row = np.packbits(flags, bitorder="little").view("<i4")
+            row.setflags(write=False)
+            self._too_long[(state, room)] = row
+        return row
+
+    def _grown_from(self, state: int) -> npt.NDArray[np.int32]:
+        """int32[V]: the items each text token adds to the lexeme at `state` (its moves
+        counted until the lexeme cannot go on: a counted lexeme is cut only there).
+
+        One vectorized walk of the vocabulary, longest tokens first so that step j works
+        on a prefix; made when a lexeme first nears its bound."""
+        grown = self._grown.get(state)
+        if grown is None:
+            order, lengths, offsets, flat = self._tokens_by_length()
+            trans, classes = self.lexer.transitions, self.lexer.class_of_byte
+            starts = self.lexer.char_start
+            at = np.full(order.size, state, dtype=np.int64)
+            alive = np.ones(order.size, dtype=np.bool_)
+            count = np.zeros(order.size, dtype=np.int32)
+            for j in range(int(lengths[0]) if lengths.size else 0):
+                n = int(np.searchsorted(-lengths, -j, side="left"))
+                q = at[:n]
+                c = classes[flat[offsets[:n] + j]]
+                nxt = trans[q, c]
+                ok = alive[:n] & (nxt >= 0)
+                count[:n] += ok & starts[q, c]
+                at[:n] = np.where(ok, nxt, q)
+                alive[:n] = ok
+            grown = np.zeros(self.vocab_size, dtype=np.int32)
+            grown[order] = count
+            self._grown[state] = grown
+        return grown
+
+    def _tokens_by_length(
+        self,
+    ) -> tuple[
+        npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.uint8]
+    ]:
+        """Text tokens longest first: (ids, lengths, offsets into `flat`, flat bytes)."""
+        ids = np.flatnonzero(self._text_token)
+        lengths = np.array([len(self._token_bytes[t]) for t in ids.tolist()], dtype=np.int64)
+        order = np.argsort(-lengths, kind="stable")
+        ids, lengths = ids[order], lengths[order]
+        flat = np.frombuffer(b"".join(self._token_bytes[t] for t in ids.tolist()), dtype=np.uint8)
+        offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+        return ids, lengths, offsets, flat
+
+    def outcomes(self, state: int, cid: int, token: int) -> tuple[Outcome, ...]:
+        """(seq id, end lexer state, constraint id, items grown, items fresh) for each
+        reading of a token's bytes (see `walk_bytes`)."""
         key = (state, cid, token)
         hit = self._outcomes.get(key)
         if hit is not None:
             return hit
-        result: tuple[tuple[int, int, int], ...] = ()
+        result: tuple[Outcome, ...] = ()
         if 0 <= token < self.vocab_size and self._text_token[token]:
             found = walk_bytes(
                 self.lexer,
@@ -544,11 +619,11 @@ class GrammarTables:
                 self._token_bytes[token],
             )
             out = []
-            for emitted, end, cons in found:
+            for emitted, end, cons, grown, fresh in found:
                 seq = 0
                 for terminal, ctx in emitted:
                     seq = self._sequences.extend(seq, terminal, ctx)
-                out.append((seq, end, self._constraints.intern(cons)))
+                out.append((seq, end, self._constraints.intern(cons), grown, fresh))
             result = tuple(out)
         self._outcomes[key] = result
         return result
@@ -557,17 +632,21 @@ class GrammarTables:
         """The configurations after a text token; empty if no reading survives."""
         out: set[Config] = set()
         state_xset = self._state_xset
-        for stack, state, cid in configs:
-            for seq, end, end_cid in self.outcomes(state, cid, token):
+        bounds = self._char_bound
+        for stack, state, cid, count in configs:
+            bound = bounds[state]
+            for seq, end, end_cid, grown, fresh in self.outcomes(state, cid, token):
+                if 0 <= bound < count + grown:
+                    continue  # the lexeme would pass its bound
                 after, _ = self.apply(stack, seq)
                 if after >= 0 and self.xset_ok(after, state_xset[end])[0]:
-                    out.add((after, end, end_cid))
+                    out.add((after, end, end_cid, count + grown if fresh < 0 else fresh))
         return tuple(sorted(out)) if len(out) > 1 else tuple(out)
 
     def configs_accept_end(self, configs: tuple[Config, ...], fresh: bool) -> bool:
         if fresh:
             return self.accepts_end(configs[0][0])[0]
-        return any(self.config_accepts_end(stack, state)[0] for stack, state, _ in configs)
+        return any(self.config_accepts_end(stack, state)[0] for stack, state, *_ in configs)
 
 
 def _joined(arrays: list[npt.NDArray[np.int64]]) -> npt.NDArray[np.int64]:

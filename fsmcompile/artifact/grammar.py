@@ -28,7 +28,15 @@ from fsmcompile.vocabulary import Vocabulary
 KINDS = ("lark", "json")
 """A Lark grammar, or a JSON Schema that needed one (recursive or free-form values)."""
 
-_LEXER_FIELDS = ("transitions", "class_of_byte", "label", "context_start", "restart_context")
+_LEXER_FIELDS = (
+    "transitions",
+    "class_of_byte",
+    "label",
+    "context_start",
+    "restart_context",
+    "char_bound",
+    "char_start",
+)
 _TABLE_FIELDS = ("action", "goto", "rule_lhs", "rule_len", "context_of_state")
 _INDEX_FIELDS = (
     "ignored",

@@ -59,6 +59,37 @@ class Repeat:
 
 
 @dataclass(frozen=True, slots=True)
+class CountedRepeat(Repeat):
+    """A `Repeat` whose upper bound a grammar lexer may enforce with a counter.
+
+    `item` must be a prefix code (no spelling of it is a proper prefix of another, as one
+    JSON string character), so every start of an item is one determinate byte of the text.
+    Every consumer that does not count reads it as the plain `Repeat` it is; a lexer
+    terminal made of it alone (`counted_item`) is built unbounded, and the runtime
+    counts item starts against `max` instead of holding `max` copies of the item.
+    """
+
+
+def counted_item(node: Node) -> CountedRepeat | None:
+    """The one `CountedRepeat` directly inside `node` (a `Concat`), if there is one."""
+    if not isinstance(node, Concat):
+        return None
+    found = [item for item in node.items if isinstance(item, CountedRepeat)]
+    return found[0] if len(found) == 1 and found[0].max is not None else None
+
+
+def uncounted(node: Node) -> Node:
+    """`node` with its counted item's upper bound dropped (the language a counter cuts)."""
+    assert isinstance(node, Concat)
+    return Concat(
+        tuple(
+            Repeat(item.item, item.min, None) if isinstance(item, CountedRepeat) else item
+            for item in node.items
+        )
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class And:
     """Strings matched by every item (intersection, built as a product automaton)."""
 

@@ -9,6 +9,7 @@ unrolls rules to a bounded depth, for when a grammar cannot be used.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from fsmcompile.automaton.ir import (
     EMPTY,
@@ -71,7 +72,7 @@ def _without(node: Node, dead: set[str], memo: dict[int, Node]) -> Node:
         if inner == NOTHING:
             out = EMPTY if node.min == 0 else NOTHING
         else:
-            out = node if inner is node.item else Repeat(inner, node.min, node.max)
+            out = node if inner is node.item else replace(node, item=inner)  # kind kept
     memo[id(node)] = out
     return out
 
@@ -134,7 +135,7 @@ def expand_rules(start: Node, rules: Mapping[str, Node], depth: int) -> Node:
         elif isinstance(node, Alt):
             out = Alt(tuple(sub(item, left) for item in node.items))
         elif isinstance(node, Repeat):
-            out = Repeat(sub(node.item, left), node.min, node.max)
+            out = replace(node, item=sub(node.item, left))
         memo[key] = out
         return out
 

@@ -163,7 +163,9 @@ def build_grammar_index(
         UnsupportedFeatureError: a terminal the lexer automaton cannot express.
     """
     started = time.perf_counter()
-    lexer = build_lexer_automaton(grammar, max_states=max_states, deadline=deadline)
+    lexer = build_lexer_automaton(
+        grammar, max_states=max_states, deadline=deadline, count_from=vocab.max_token_bytes
+    )
     num_terminals = len(grammar.terminals)
     ignored = grammar.ignored
     contexts_after = next_contexts(grammar.table, num_terminals)

@@ -31,6 +31,7 @@ from fsmcompile.automaton.ir import (
     ByteSet,
     CharSet,
     Concat,
+    CountedRepeat,
     Diff,
     Node,
     Repeat,
@@ -55,6 +56,9 @@ class LexerAutomaton:
         context_start: int32[K], the state a new lexeme starts in, per lexer context.
         restart_context: int32[L], for states labelled with an `%ignore`d terminal, the
             context the next lexeme starts in (the same one); -1 elsewhere.
+        char_bound: int32[L], in a state only a counted terminal's lexeme reaches, the
+            most items (string characters) that lexeme may hold; -1 elsewhere.
+        char_start: bool[L, C], whether the move starts one more counted item.
     """
 
     transitions: npt.NDArray[np.int32]
@@ -62,6 +66,8 @@ class LexerAutomaton:
     label: npt.NDArray[np.int32]
     context_start: npt.NDArray[np.int32]
     restart_context: npt.NDArray[np.int32]
+    char_bound: npt.NDArray[np.int32]
+    char_start: npt.NDArray[np.bool_]
 
     @property
     def num_states(self) -> int:
@@ -76,6 +82,7 @@ class _Nfa:
         self.ranges: list[tuple[tuple[int, int], ...]] = []
         self.out: list[list[int]] = []
         self.owner: list[int] = []  # the terminal each state was built for
+        self.counting: list[bool] = []  # a byte state that starts a counted item
         self.building = -1
         self.max_states = max_states
         self.deadline = deadline
@@ -100,6 +107,7 @@ class _Nfa:
             )
         self.kind.append(kind)
         self.owner.append(self.building)
+        self.counting.append(False)
         self.ranges.append(ranges)
         self.out.append(out if out is not None else [])
         return len(self.kind) - 1
@@ -125,11 +133,12 @@ class _Nfa:
             )
         raise TypeError(f"not an IR node: {node!r}")
 
-    def embed(self, dfa: ByteDFA, nxt: int) -> int:
+    def embed(self, dfa: ByteDFA, nxt: int, starts: dict[int, frozenset[int]] | None = None) -> int:
         """States for the language of `dfa` (without the empty string) followed by `nxt`.
 
         A deterministic automaton has one thread, so the only preference is where to
         stop: every accepting state prefers reading on over `nxt`, which is longest match.
+        `starts` (state → classes, from `item_starts`) marks the moves that count.
         """
         trans = dfa.transitions
         class_ranges: list[list[tuple[int, int]]] = [[] for _ in range(dfa.num_classes)]
@@ -150,6 +159,9 @@ class _Nfa:
                 self.add(_BYTE, normalize_ranges(spans), [heads[t]])
                 for t, spans in by_target.items()
             ]
+            if starts is not None and s in starts:
+                for out, t in zip(outs, by_target, strict=True):
+                    self.counting[out] = int(trans[s].tolist().index(t)) in starts[s]
             moves.append(outs)
             self.out[heads[s]] = outs + ([nxt] if dfa.accepting[s] else [])
         return self.add(_SPLIT, out=list(moves[0]))
@@ -228,10 +240,24 @@ def _moore_minimize(
         block = new_block
 
 
+class _SharedCountedState(Exception):
+    """A counted item starts in a lexer state another terminal's lexeme shares."""
+
+
 def build_lexer_automaton(
-    grammar: LarkGrammar, *, max_states: int, deadline: float | None = None
+    grammar: LarkGrammar,
+    *,
+    max_states: int,
+    deadline: float | None = None,
+    count_from: int | None = None,
 ) -> LexerAutomaton:
     """One leftmost-first DFA per lexer context, merged and minimized.
+
+    Counted terminals (`Terminal.counted`) whose bound is at least `count_from` (the
+    tokenizer's longest token in bytes, so no token can pass a bound within one lexeme it
+    enters) are built unbounded, their item starts marked for the runtime's counter;
+    others, and all of them if a counted lexeme shares a state with another terminal's,
+    are built with the bound unrolled.
 
     Cost: subset construction in Python, O(DFA states x classes x NFA threads); lark
     terminals give tens to hundreds of states per context.
@@ -240,18 +266,118 @@ def build_lexer_automaton(
         BudgetExceededError: more than `max_states` states, or `deadline` passed.
         UnsupportedFeatureError: a terminal whose IR has no match preference.
     """
+    try:
+        return _build_lexer(grammar, max_states, deadline, count_from)
+    except _SharedCountedState:
+        return _build_lexer(grammar, max_states, deadline, None)
+
+
+def item_starts(
+    dfa: ByteDFA, node: Node, counted: CountedRepeat
+) -> dict[int, frozenset[int]] | None:
+    """For the automaton of `uncounted(node)`: state → the byte classes whose move starts
+    an item of `counted`, or None when a move cannot be told apart that way (a state
+    both between items and inside one, or a class or target mixing both kinds).
+
+    Walks the automaton alongside the item's own automaton from every state the items
+    begin in; an item ends where the item automaton accepts (it is a prefix code).
+    """
+    from fsmcompile.automaton import build_dfa
+
+    assert isinstance(node, Concat)
+    cut = node.items.index(counted)
+    prefix = build_dfa(Concat(node.items[:cut]))
+    unit = build_dfa(counted.item)
+    reps = _joint_bytes(dfa, prefix, unit)
+    entry: set[int] = set()
+    seen = {(0, 0)}
+    frontier = [(0, 0)]
+    while frontier:
+        q, p = frontier.pop()
+        if prefix.accepting[p]:
+            entry.add(q)
+        for b in reps:
+            nq = int(dfa.transitions[q, dfa.class_of_byte[b]])
+            np_ = int(prefix.transitions[p, prefix.class_of_byte[b]])
+            if nq >= 0 and np_ >= 0 and (nq, np_) not in seen:
+                seen.add((nq, np_))
+                frontier.append((nq, np_))
+    starts: dict[int, set[int]] = {}
+    inside: set[int] = set()
+    pairs = {(q, 0) for q in entry}
+    frontier = list(pairs)
+    while frontier:
+        q, u = frontier.pop()
+        (starts.setdefault(q, set()) if u == 0 else inside).add(q)
+        for b in reps:
+            nq = int(dfa.transitions[q, dfa.class_of_byte[b]])
+            nu = int(unit.transitions[u, unit.class_of_byte[b]])
+            if nu < 0:
+                if u != 0 and nq >= 0:
+                    return None  # the automaton reads on where the item cannot
+                continue
+            if nq < 0:
+                continue
+            if u == 0:
+                starts[q].add(int(dfa.class_of_byte[b]))
+            if unit.accepting[nu]:
+                if (unit.transitions[nu] >= 0).any():
+                    return None  # not a prefix code
+                nu = 0
+            if (nq, nu) not in pairs:
+                pairs.add((nq, nu))
+                frontier.append((nq, nu))
+    if inside & set(starts):
+        return None
+    for q, classes in starts.items():
+        kinds: dict[int, bool] = {}
+        for b in range(256):
+            c = int(dfa.class_of_byte[b])
+            t = int(dfa.transitions[q, c])
+            if t < 0:
+                continue
+            if kinds.setdefault(t, c in classes) != (c in classes):
+                return None
+        # A class whose bytes split between starts and not would have been two classes
+        # of a minimal automaton, so classes are uniform; targets were checked above.
+    return {q: frozenset(c) for q, c in starts.items()}
+
+
+def _joint_bytes(*dfas: ByteDFA) -> list[int]:
+    """One byte per class of the automata's joint byte partition."""
+    keys = zip(*(d.class_of_byte.tolist() for d in dfas), strict=True)
+    return list({k: b for b, k in enumerate(keys)}.values())
+
+
+def _build_lexer(
+    grammar: LarkGrammar, max_states: int, deadline: float | None, count_from: int | None
+) -> LexerAutomaton:
+    from fsmcompile.automaton import build_dfa
+
     # NFA states are cheap next to DFA states (an embedded terminal automaton takes one
     # per state and target), so the NFA gets a larger share of the budget.
     nfa = _Nfa(NFA_STATES_PER_STATE * max_states, deadline)
     match_of_terminal: list[int] = []
     term_entry: list[int] = []
+    bound_of: list[int] = []
     for t, term in enumerate(grammar.terminals):
         nfa.building = t
         match_of_terminal.append(nfa.add(_MATCH, out=[t]))
-        if term.dfa is not None:
-            term_entry.append(nfa.embed(term.dfa, match_of_terminal[t]))
-        else:
+        bound_of.append(-1)
+        if term.dfa is None:
             term_entry.append(nfa.build(term.node, match_of_terminal[t]))
+            continue
+        dfa, moves, counted = term.dfa, None, term.counted
+        if counted is not None:
+            assert counted.max is not None
+            if count_from is not None and counted.max >= count_from:
+                moves = item_starts(term.dfa, term.node, counted)
+            if moves is None:  # the bound unrolled, as any other repetition
+                dfa = build_dfa(term.node, max_states=max_states, deadline=deadline)
+            else:
+                bound_of[t] = counted.max
+        term_entry.append(nfa.embed(dfa, match_of_terminal[t], moves))
+    any_counted = any(b >= 0 for b in bound_of)
     class_of_byte, class_byte = _byte_classes(nfa)
     num_classes = len(class_byte)
     # Ranges are unions of whole classes (the classes are cut at every range bound), so a
@@ -279,6 +405,8 @@ def build_lexer_automaton(
     rows: list[list[int]] = []
     labels: list[int] = []
     restart: list[int] = []
+    bounds: list[int] = []
+    char_starts: dict[int, list[bool]] = {}
     starts: list[int] = []
     closures: dict[tuple[int, ...], list[int]] = {}
     Pending = list[
@@ -329,6 +457,8 @@ def build_lexer_automaton(
         rows.append([-1] * num_classes)
         labels.append(label)
         restart.append(ctx if label >= 0 and ignored_terminal[label] else -1)
+        owners = {nfa.owner[s] for s in main} if any_counted else set()
+        bounds.append(bound_of[owners.pop()] if len(owners) == 1 else -1)
         pending.append((sid, key[2], shadow, ctx, unless_id, unless))
         return sid
 
@@ -350,6 +480,7 @@ def build_lexer_automaton(
             rows.append([-1] * num_classes)
             labels.append(-1)
             restart.append(-1)
+            bounds.append(-1)
         starts.append(start)
         while pending:
             sid, main, shadow, p_ctx, p_uid, p_unless = pending.pop()
@@ -360,6 +491,11 @@ def build_lexer_automaton(
             main_rows = [row for s in main if (row := step[s]) is not None]
             if not main_rows:
                 continue
+            counting = [row for s in main if nfa.counting[s] and (row := step[s]) is not None]
+            if counting:
+                if bounds[sid] < 0:
+                    raise _SharedCountedState
+                char_starts[sid] = [any(r[c] >= 0 for r in counting) for c in range(num_classes)]
             shadow_rows = [row for s in shadow if (row := step[s]) is not None]
             # Classes whose threads move alike lead to one state: intern each once.
             columns = zip(*main_rows, *shadow_rows, strict=True)
@@ -384,12 +520,16 @@ def build_lexer_automaton(
                     target_of[column] = target
                 out[c] = target
     trans = np.array(rows, dtype=np.int32).reshape(len(rows), num_classes)
+    char_start = np.zeros(trans.shape, dtype=np.bool_)
+    for sid, flags in char_starts.items():
+        char_start[sid] = flags
     return _finish(
         trans,
         class_of_byte,
         np.array(labels, dtype=np.int32),
         np.array(starts, dtype=np.int32),
         np.array(restart, dtype=np.int32),
+        (np.array(bounds, dtype=np.int32), char_start),
         deadline,
     )
 
@@ -400,9 +540,11 @@ def _finish(
     label: npt.NDArray[np.int32],
     starts: npt.NDArray[np.int32],
     restart: npt.NDArray[np.int32],
+    counting: tuple[npt.NDArray[np.int32], npt.NDArray[np.bool_]],
     deadline: float | None,
 ) -> LexerAutomaton:
-    """Trim states that can never be cut into a lexeme, then merge equal futures."""
+    """Trim states that can never be cut into a lexeme, then merge equal futures (and
+    equal counting: bound and counted moves are part of a state's output)."""
     live = label >= 0
     live[starts] = True  # a context's start stays even when no lexeme can begin there
     while True:
@@ -411,7 +553,14 @@ def _finish(
             break
         live = reach
     trans = np.where((trans >= 0) & live[np.maximum(trans, 0)], trans, -1).astype(np.int32)
+    bound, char_start = counting
     output = (label.astype(np.int64) + 1) * 65536 + (restart.astype(np.int64) + 1)
+    if (bound >= 0).any():
+        _, moves = np.unique(np.packbits(char_start, axis=1), axis=0, return_inverse=True)
+        _, output = np.unique(
+            np.stack([output, bound, moves.reshape(-1)], axis=1), axis=0, return_inverse=True
+        )
+        output = output.reshape(-1).astype(np.int64)
     # Dead states all share one block, so mark them by an output no live state has.
     output = np.where(live, output, -1)
     block = _moore_minimize(trans, output, deadline)
@@ -436,6 +585,8 @@ def _finish(
         label=np.ascontiguousarray(label[reps], dtype=np.int32),
         context_start=new_id[block[starts]].astype(np.int32),
         restart_context=np.ascontiguousarray(restart[reps], dtype=np.int32),
+        char_bound=np.ascontiguousarray(bound[reps], dtype=np.int32),
+        char_start=np.ascontiguousarray(char_start[reps]),
     )
 
 

@@ -110,45 +110,56 @@ def walk_bytes(
     state: int,
     constraints: frozenset[int],
     data: bytes,
-) -> list[tuple[Emitted, int, frozenset[int]]]:
+) -> list[tuple[Emitted, int, frozenset[int], int, int]]:
     """Every outcome of feeding `data` to the lexer from `state` (the slow, obvious walk).
 
     The runtime uses it once per (state, constraints, token) to advance; every mask the
     runtime builds from the vectorized walk must agree with it token for token (the grammar
-    tests check that at every step). Returns (emitted, end state, open constraints)
-    triples, deduplicated.
+    tests check that at every step). Returns (emitted, end state, open constraints, grown,
+    fresh) tuples, deduplicated: `grown` counts the items (`LexerAutomaton.char_start`)
+    added to the lexeme `state` is in, `fresh` those of the lexeme the walk ends in when
+    that is a later one (-1 when it is the same).
     """
     trans = lexer.transitions
     label = lexer.label
-    configs: set[tuple[Emitted, int, frozenset[int]]] = {((), state, constraints)}
+    starts = lexer.char_start
+    Outcome = tuple[Emitted, int, frozenset[int], int, int]
+    configs: set[Outcome] = {((), state, constraints, 0, -1)}
     for byte in data:
         cls = int(lexer.class_of_byte[byte])
-        nxt_configs: set[tuple[Emitted, int, frozenset[int]]] = set()
-        for emitted, q, cons in configs:
+        nxt_configs: set[Outcome] = set()
+        for emitted, q, cons, grown, fresh in configs:
             stepped = step_constraints(lexer, cons, cls) if cons else cons
             if stepped is None:
                 continue
             nq = int(trans[q, cls])
             if nq >= 0:
-                nxt_configs.add((emitted, nq, stepped))
+                item = int(starts[q, cls])
+                if fresh < 0:
+                    nxt_configs.add((emitted, nq, stepped, grown + item, -1))
+                else:
+                    nxt_configs.add((emitted, nq, stepped, grown, fresh + item))
             lab = int(label[q])
             if lab < 0 or (nq >= 0 and label[nq] >= 0):
                 continue
             cut_cons = stepped | {nq} if nq >= 0 else stepped
-            if ignored[lab]:
-                start = int(lexer.context_start[lexer.restart_context[q]])
-                fresh = int(trans[start, cls])
-                if fresh >= 0:
-                    nxt_configs.add((emitted, fresh, cut_cons))
-                continue
-            for ctx in next_contexts[lab]:
-                fresh = int(trans[lexer.context_start[ctx], cls])
-                if fresh >= 0:
-                    nxt_configs.add((emitted + ((lab, ctx),), fresh, cut_cons))
+            restarts = (
+                [(emitted, int(lexer.context_start[lexer.restart_context[q]]))]
+                if ignored[lab]
+                else [
+                    (emitted + ((lab, ctx),), int(lexer.context_start[ctx]))
+                    for ctx in next_contexts[lab]
+                ]
+            )
+            for after, start in restarts:
+                fresh_state = int(trans[start, cls])
+                if fresh_state >= 0:
+                    item = int(starts[start, cls])
+                    nxt_configs.add((after, fresh_state, cut_cons, grown, item))
         configs = nxt_configs
         if not configs:
             break
-    return sorted(configs, key=lambda c: (c[0], c[1], sorted(c[2])))
+    return sorted(configs, key=lambda c: (c[0], c[1], sorted(c[2]), c[3], c[4]))
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -15,7 +15,7 @@ import time
 from collections import Counter
 from typing import Any
 
-from fsmcompile.automaton.ir import NOTHING, And, Node, Ref, alt, literal, without
+from fsmcompile.automaton.ir import NOTHING, And, Node, Ref, alt, content_key, literal, without
 from fsmcompile.automaton.rules import prune_rules
 from fsmcompile.errors import BudgetExceededError, SchemaError, UnsupportedFeatureError
 from fsmcompile.spec.json_schema.arrays import lower_array
@@ -241,6 +241,13 @@ class Lowerer:
         finally:
             for part in conj.parts:
                 self._active[part.key] -= 1
+
+    def rule_of(self, node: Node) -> Lowered:
+        """A reference to a rule holding `node`, named by its content (a lexer terminal of
+        its own in the grammar, see `strings.lower_string`)."""
+        name = "c" + content_key(node).hex()[:16]
+        self.rules.setdefault(name, node)
+        return Lowered(Ref(name), 0, unbounded=True)
 
     def _rule_for(self, conj: Conjunction) -> str:
         """The rule holding the language of `conj` (defined by `define_rules`)."""

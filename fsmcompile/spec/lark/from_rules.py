@@ -26,7 +26,18 @@ from functools import partial
 import numpy as np
 
 from fsmcompile.automaton.dfa import ByteDFA, dfa_key
-from fsmcompile.automaton.ir import Alt, And, Concat, Diff, Node, Ref, Repeat, content_key
+from fsmcompile.automaton.ir import (
+    Alt,
+    And,
+    Concat,
+    Diff,
+    Node,
+    Ref,
+    Repeat,
+    content_key,
+    counted_item,
+    uncounted,
+)
 from fsmcompile.errors import GrammarError, SpecError, UnsupportedFeatureError
 from fsmcompile.memo import StageMemo
 from fsmcompile.spec.lark.grammar import LarkGrammar
@@ -125,8 +136,11 @@ class _Writer:
             return found
         from fsmcompile.automaton import build_dfa
 
+        counted = counted_item(node)
         try:
-            dfa = build_dfa(node, max_states=self.max_states, deadline=self.deadline)
+            # A counted terminal's automaton drops the bound; the lexer counts it instead.
+            built = node if counted is None else uncounted(node)
+            dfa = build_dfa(built, max_states=self.max_states, deadline=self.deadline)
         except UnsupportedFeatureError:
             raise
         except SpecError:  # the empty language
@@ -137,6 +151,8 @@ class _Writer:
                 found = (None, nullable)
             else:
                 signature = dfa_key(dfa)
+                if counted is not None:
+                    signature += f"counted {counted.max}".encode()
                 name = self.by_signature.get(signature)
                 if name is None:
                     name = f"T{len(self.by_signature)}"

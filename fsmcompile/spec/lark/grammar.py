@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fsmcompile.automaton.dfa import ByteDFA
-from fsmcompile.automaton.ir import Node
+from fsmcompile.automaton.ir import CountedRepeat, Node, counted_item
 
 TerminalId = int
 """Index into `LarkGrammar.terminals`; `LarkGrammar.end_terminal` is lark's `$END`."""
@@ -55,7 +55,8 @@ class Terminal:
         ignored: listed in `%ignore`; matched between any two tokens, never parsed.
         dfa: set for terminals of generated grammars (`from_rules.py`): the terminal
             matches this automaton's language, longest match first, instead of following
-            `node` with Python's alternation preference.
+            `node` with Python's alternation preference. For a counted terminal
+            (`node` holds a `CountedRepeat`, see `counted`) it is the unbounded language.
     """
 
     name: str
@@ -63,6 +64,11 @@ class Terminal:
     node: Node
     ignored: bool
     dfa: ByteDFA | None = None
+
+    @property
+    def counted(self) -> CountedRepeat | None:
+        """The repetition whose upper bound the lexer counts, for a generated terminal."""
+        return counted_item(self.node) if self.dfa is not None else None
 
 
 @dataclass(frozen=True, slots=True)
