@@ -24,10 +24,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from fsmcompile.index.bits import bitmask_words, set_bits
+from fsmcompile.index.bits import bitmask_words, pack_bool_rows, set_bits
 from fsmcompile.index.grammar_walk import (
     ConstraintTable,
     SequenceTable,
+    items_grown,
     tokens_reaching_labels,
     walk_bytes,
 )
@@ -524,9 +525,11 @@ class GrammarTables:
 
     def set_row(self, configs: tuple[Config, ...], fresh: bool) -> npt.NDArray[np.int32]:
         """int32[W]: the allowed tokens of a configuration set (OR of its readings)."""
+        if len(configs) == 1 and not fresh:
+            stack, state, cid, count = configs[0]
+            if cid == 0 and self._room(state, count) < 0:
+                return self.config_row(stack, state)[0]
         keys = tuple((s, q, cid, self._room(q, n)) for s, q, cid, n in configs)
-        if len(keys) == 1 and keys[0][2] == 0 and keys[0][3] < 0 and not fresh:
-            return self.config_row(keys[0][0], keys[0][1])[0]
         key = keys if not fresh else (*keys, (-1, -1, -1, -1))
         row = self._set_rows.get(key)
         if row is None:
@@ -552,54 +555,15 @@ class GrammarTables:
         """int32[W]: tokens that add more than `room` items to the lexeme at `state`."""
         row = self._too_long.get((state, room))
         if row is None:
-            flags = np.zeros(self.num_words * 32, dtype=np.bool_)
-            flags[: self.vocab_size] = self._grown_from(state) > room
-            row = np.packbits(flags, bitorder="little").view("<i4")
+            grown = self._grown.get(state)
+            if grown is None:
+                grown = self._grown[state] = items_grown(
+                    self.lexer, self.index.vocabulary.trie, self.vocab_size, state
+                )
+            row = pack_bool_rows((grown > room)[None])[0]
             row.setflags(write=False)
             self._too_long[(state, room)] = row
         return row
-
-    def _grown_from(self, state: int) -> npt.NDArray[np.int32]:
-        """int32[V]: the items each text token adds to the lexeme at `state` (its moves
-        counted until the lexeme cannot go on: a counted lexeme is cut only there).
-
-        One vectorized walk of the vocabulary, longest tokens first so that step j works
-        on a prefix; made when a lexeme first nears its bound."""
-        grown = self._grown.get(state)
-        if grown is None:
-            order, lengths, offsets, flat = self._tokens_by_length()
-            trans, classes = self.lexer.transitions, self.lexer.class_of_byte
-            starts = self.lexer.char_start
-            at = np.full(order.size, state, dtype=np.int64)
-            alive = np.ones(order.size, dtype=np.bool_)
-            count = np.zeros(order.size, dtype=np.int32)
-            for j in range(int(lengths[0]) if lengths.size else 0):
-                n = int(np.searchsorted(-lengths, -j, side="left"))
-                q = at[:n]
-                c = classes[flat[offsets[:n] + j]]
-                nxt = trans[q, c]
-                ok = alive[:n] & (nxt >= 0)
-                count[:n] += ok & starts[q, c]
-                at[:n] = np.where(ok, nxt, q)
-                alive[:n] = ok
-            grown = np.zeros(self.vocab_size, dtype=np.int32)
-            grown[order] = count
-            self._grown[state] = grown
-        return grown
-
-    def _tokens_by_length(
-        self,
-    ) -> tuple[
-        npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.uint8]
-    ]:
-        """Text tokens longest first: (ids, lengths, offsets into `flat`, flat bytes)."""
-        ids = np.flatnonzero(self._text_token)
-        lengths = np.array([len(self._token_bytes[t]) for t in ids.tolist()], dtype=np.int64)
-        order = np.argsort(-lengths, kind="stable")
-        ids, lengths = ids[order], lengths[order]
-        flat = np.frombuffer(b"".join(self._token_bytes[t] for t in ids.tolist()), dtype=np.uint8)
-        offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-        return ids, lengths, offsets, flat
 
     def outcomes(self, state: int, cid: int, token: int) -> tuple[Outcome, ...]:
         """(seq id, end lexer state, constraint id, items grown, items fresh) for each

@@ -514,3 +514,30 @@ def tokens_reaching_labels(
 
     row: npt.NDArray[np.int32] = pack_bool_rows(bits)[0]
     return row
+
+
+def items_grown(
+    lexer: LexerAutomaton, trie: TokenTrie, vocab_size: int, state: int
+) -> npt.NDArray[np.int32]:
+    """int32[V]: the items (`LexerAutomaton.char_start` moves) each token adds to the
+    lexeme at `state`, counted until the lexeme cannot go on (a counted lexeme is cut only
+    there). Cost: one walk of the whole trie from one state, made at run time when a
+    counted lexeme first nears its bound.
+    """
+    trans = lexer.transitions
+    byte_class = lexer.class_of_byte[trie.node_byte]
+    count = np.zeros(trie.num_nodes, dtype=np.int32)
+    node = np.zeros(1, dtype=np.int64)
+    cur = np.array([state], dtype=np.int64)  # -1: the lexeme ended at an ancestor
+    while node.shape[0]:
+        parent, child = trie.children(node)
+        if child.shape[0] == 0:
+            break
+        q = np.maximum(cur[parent], 0)
+        c = byte_class[child]
+        nq = np.where(cur[parent] >= 0, trans[q, c], -1)
+        count[child] = count[node[parent]] + ((nq >= 0) & lexer.char_start[q, c])
+        node, cur = child, nq
+    grown = np.zeros(vocab_size, dtype=np.int32)
+    grown[trie.token_ids] = count[trie.token_node]
+    return grown
