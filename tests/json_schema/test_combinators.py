@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
+import jsonschema
 import pytest
 
 from fsmcompile.errors import UnsupportedFeatureError
 from fsmcompile.spec.json_schema import JsonOptions, schema_to_ir
+
+from .conftest import Raw
 
 
 def test_allof_merges_object_properties_and_bounds(accepts) -> None:
@@ -63,13 +68,54 @@ def test_oneof_overlapping_required_sets_is_exclusive(accepts) -> None:
     assert check({"a": 1}) and check({"b": 1}) and not check({"a": 1, "b": 2}) and not check({})
 
 
-def test_oneof_overlapping_patterns_is_reported_with_pointer() -> None:
-    schema = {"properties": {"x": {"oneOf": [{"pattern": "a"}, {"pattern": "b"}]}}}
+def test_oneof_that_cannot_be_made_exclusive_is_reported_with_pointer() -> None:
+    # Both branches accept [] and `not: {items: ...}` has no positive form here.
+    branches = [{"items": {"type": "string"}}, {"items": {"type": "integer"}}]
+    schema = {"properties": {"x": {"type": "array", "oneOf": branches}}}
     with pytest.raises(UnsupportedFeatureError) as info:
         schema_to_ir(schema, options=JsonOptions())
     assert ("/properties/x", "oneOf") in info.value.features
     relaxed = schema_to_ir(schema, options=JsonOptions(strict=False)).relaxed
     assert [(p, k) for p, k, _ in relaxed] == [("/properties/x", "oneOf")]
+
+
+@pytest.mark.parametrize(
+    ("schema", "values"),
+    [
+        (
+            {"oneOf": [{"pattern": "a"}, {"pattern": "b"}]},
+            ["a", "b", "xa", "ab", "ba", "c", "", 1, None, ["a"]],
+        ),
+        (
+            {
+                "type": "string",
+                "oneOf": [
+                    {"pattern": "^[0-9a-f]{8}-([0-9a-f]{4}-){3}[0-9a-f]{12}$"},
+                    {"pattern": "^[0-9A-F]{8}-([0-9A-F]{4}-){3}[0-9A-F]{12}$"},
+                ],
+            },
+            [
+                "0123abcd-0000-4000-8000-00000000abcd",
+                "0123ABCD-0000-4000-8000-00000000ABCD",
+                "01234567-0000-4000-8000-000000000000",
+                "0123abCD-0000-4000-8000-00000000abcd",
+            ],
+        ),
+        ({"not": {"pattern": "^a"}}, ["b", "ba", "a", "abc", "", 1, None]),
+        ({"type": "string", "not": {"pattern": "[0-9]"}, "maxLength": 3}, ["abc", "a1", "abcd"]),
+    ],
+)
+def test_overlapping_patterns_are_made_exclusive(accepts, schema, values) -> None:
+    """oneOf over patterns that share strings, and `not: {pattern}`: every verdict is
+    jsonschema's."""
+    check = accepts(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    verdicts = {json.dumps(v): (check(v), validator.is_valid(v)) for v in values}
+    assert {k: ours for k, (ours, _) in verdicts.items()} == {
+        k: theirs for k, (_, theirs) in verdicts.items()
+    }
+    assert any(ours for ours, _ in verdicts.values())
+    assert not all(ours for ours, _ in verdicts.values())
 
 
 def test_not_shapes_are_lowered(accepts) -> None:
@@ -112,7 +158,7 @@ def test_every_unsupported_keyword_is_listed_at_once() -> None:
         "properties": {
             "tags": {"type": "array", "uniqueItems": True},
             "n": {"type": "integer", "multipleOf": 3},
-            "s": {"type": "string", "not": {"pattern": "x"}},
+            "s": {"type": "array", "not": {"items": {"type": "string"}}},
         },
         "unevaluatedProperties": False,
     }
@@ -190,3 +236,11 @@ def test_oneof_branch_types_are_read_through_anyof(accepts) -> None:
     check = accepts({"oneOf": [to_one, to_many]})
     assert check(None) and check({"id": 1}) and check([]) and check([{"id": 1}])
     assert not check("x") and not check({}) and not check([{}])
+
+
+def test_strings_outside_a_negated_pattern_are_spelled_narrowly(accepts) -> None:
+    """The documented narrowing: an escape a character does not need (`\\u0062` for b)
+    could hide the excluded text, so it is refused; needed escapes are kept."""
+    check = accepts({"type": "string", "not": {"pattern": "^a"}})
+    assert check(Raw('"b\\n"')) and check(Raw('"bé"')) and check(Raw('"\\""'))
+    assert not check(Raw('"\\u0061"')) and not check(Raw('"\\u0062"')) and not check("ab")

@@ -101,7 +101,7 @@ def negation_group(loc: Location, owner: Location, tag: str) -> Group | None:
 
 def negation_supported(schema: Any) -> bool:
     """Whether `not: schema` is one of the shapes lowered exactly: a type, one required
-    property, or excluded scalar values."""
+    property, one pattern, or excluded scalar values."""
     if schema is True or schema is False:
         return True
     if not isinstance(schema, dict):
@@ -111,6 +111,8 @@ def negation_supported(schema: Any) -> bool:
         return True
     if keys == {"type"} or (keys == {"required"} and len(schema["required"]) <= 1):
         return True
+    if keys == {"pattern"}:
+        return isinstance(schema["pattern"], str)
     return bool(keys & {"enum", "const"}) and keys <= {"enum", "const", "type"}
 
 
@@ -125,6 +127,8 @@ class Conjunction:
         false: some part is `false` (or `not: {}`): the language is empty.
         forbidden_keys: properties a `not: {required: [k]}` forbids.
         excluded_values: values a `not: {enum: [...]}` forbids.
+        excluded_patterns: (where, pattern) for each `not: {pattern: p}`: strings matching
+            p are forbidden.
     """
 
     parts: list[Location] = field(default_factory=list)
@@ -133,6 +137,7 @@ class Conjunction:
     false: bool = False
     forbidden_keys: set[str] = field(default_factory=set)
     excluded_values: list[Any] = field(default_factory=list)
+    excluded_patterns: list[tuple[Location, str]] = field(default_factory=list)
 
     def key(self) -> tuple[Any, ...]:
         """Identity for memoization: which objects, groups and negations it holds."""

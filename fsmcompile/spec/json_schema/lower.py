@@ -384,7 +384,7 @@ class Lowerer:
                 neg.where.rsplit("/", 1)[0] if neg.where.endswith("/not") else neg.where,
                 "not",
                 "negating this shape needs a complement automaton; only type, enum/const, "
-                "required, properties, bounds and allOf of those are negated",
+                "required, pattern, properties, bounds and allOf of those are negated",
             )
             return atoms
         if keys == {"type"}:
@@ -397,6 +397,9 @@ class Lowerer:
                 return frozenset()
             conj.forbidden_keys.add(schema["required"][0])
             return atoms & {"object"}
+        if keys == {"pattern"}:
+            conj.excluded_patterns.append((neg, schema["pattern"]))
+            return atoms & {"string"}
         values = list(schema.get("enum", [])) + ([schema["const"]] if "const" in schema else [])
         if "type" in schema:
             allowed: frozenset[Atom] = frozenset()

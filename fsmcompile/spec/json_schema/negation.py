@@ -5,7 +5,8 @@ conjunctions of simple keywords, and De Morgan turns their negation into a union
 simple *positive* schemas: not {required: [a, b]} is "an object without a, or one
 without b"; not {properties: {kind: {const: "x"}}} is "an object with kind present and
 kind != "x""; not {minimum: 3} is "not a number, or a number < 3". Leaves that need a
-true complement (`type`, scalar `enum`/`const`, one `required` key) stay as `{"not": …}`
+true complement (`type`, scalar `enum`/`const`, one `required` key, one `pattern`) stay
+as `{"not": …}`
 and are lowered by the negation support in lower.py. Shapes outside this set return
 None and are reported as unsupported by the caller.
 """
@@ -60,6 +61,9 @@ def negate(schema: Any, depth: int = 0) -> list[dict[str, Any]] | None:
             continue  # unknown keywords constrain nothing
         if keyword in ("type", "enum", "const"):
             out.append({"not": {keyword: value}})
+        elif keyword == "pattern":
+            # Only strings can fail a pattern: the complement is the non-matching strings.
+            out.append({"type": "string", "not": {"pattern": value}})
         elif keyword == "required":
             out.extend({"type": "object", "not": {"required": [k]}} for k in value)
         elif keyword == "properties":

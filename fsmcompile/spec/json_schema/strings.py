@@ -274,7 +274,8 @@ STRING_KEYWORDS = frozenset({"pattern", "format", "minLength", "maxLength"})
 
 def string_content(lw: Lowerer, conj: Conjunction) -> Node:
     """The escaped content (no quotes) of strings under every `minLength`/`maxLength`/
-    `pattern`/`format` of the conjunction, minus excluded values (`not: {enum}`)."""
+    `pattern`/`format` of the conjunction, minus excluded values (`not: {enum}`) and the
+    strings of excluded patterns (`not: {pattern}`, narrowly spelled)."""
     from fsmcompile.spec.json_schema.unsupported import SPEC_FORMATS_NOT_ENFORCED
 
     min_length = max((int(v) for _, v in conj.keyword("minLength")), default=0)
@@ -295,6 +296,11 @@ def string_content(lw: Lowerer, conj: Conjunction) -> Node:
             contents.append(node)
         elif name in SPEC_FORMATS_NOT_ENFORCED:
             lw.report(part, "format", f"format {name!r}: {SPEC_FORMATS_NOT_ENFORCED[name]}")
+    for part, pattern in conj.excluded_patterns:
+        if lw.pattern_content(part, "pattern", pattern) is not None:
+            complement = lw.pattern_complement(pattern)
+            assert complement is not None  # the pattern compiled just above
+            contents.append(complement)
     excluded = [v for v in conj.excluded_values if isinstance(v, str)]
     if excluded:
         contents.append(content_except(excluded))
