@@ -6,9 +6,8 @@ simple *positive* schemas: not {required: [a, b]} is "an object without a, or on
 without b"; not {properties: {kind: {const: "x"}}} is "an object with kind present and
 kind != "x""; not {minimum: 3} is "not a number, or a number < 3". Leaves that need a
 true complement (`type`, scalar `enum`/`const`, one `required` key, one `pattern`) stay
-as `{"not": …}`
-and are lowered by the negation support in lower.py. Shapes outside this set return
-None and are reported as unsupported by the caller.
+as `{"not": …}` and are lowered by the negation support in lower.py. Shapes outside this
+set return None and are reported as unsupported by the caller.
 """
 
 from __future__ import annotations
