@@ -125,6 +125,16 @@ NOTHING: Node = Alt(())
 """Matches no string at all."""
 
 
+def children(node: Node) -> tuple[Node, ...]:
+    """The direct sub-trees of `node` (none for a leaf or a `Ref`): the one place that
+    knows which node kinds hold others."""
+    if isinstance(node, Repeat):
+        return (node.item,)
+    if isinstance(node, (Concat, Alt, And, Diff)):
+        return node.items
+    return ()
+
+
 def nodes(root: Node) -> Iterator[Node]:
     """Every distinct node under `root` (by identity, so shared sub-trees once)."""
     seen: set[int] = set()
@@ -135,10 +145,7 @@ def nodes(root: Node) -> Iterator[Node]:
             continue
         seen.add(id(node))
         yield node
-        if isinstance(node, Repeat):
-            stack.append(node.item)
-        elif isinstance(node, (Concat, Alt, And, Diff)):
-            stack.extend(node.items)
+        stack.extend(children(node))
 
 
 def content_key(root: Node) -> bytes:
@@ -153,14 +160,9 @@ def content_key(root: Node) -> bytes:
         node, ready = stack.pop()
         if id(node) in digests:
             continue
-        children: tuple[Node, ...] = ()
-        if isinstance(node, Repeat):
-            children = (node.item,)
-        elif isinstance(node, (Concat, Alt, And, Diff)):
-            children = node.items
         if not ready:
             stack.append((node, True))
-            stack.extend((c, False) for c in children if id(c) not in digests)
+            stack.extend((c, False) for c in children(node) if id(c) not in digests)
             continue
         h = hashlib.blake2b(type(node).__name__.encode(), digest_size=16)
         if isinstance(node, (CharSet, ByteSet)):
@@ -169,7 +171,7 @@ def content_key(root: Node) -> bytes:
             h.update(node.name.encode())
         elif isinstance(node, Repeat):
             h.update(f"{node.min},{node.max}".encode())
-        for child in children:
+        for child in children(node):
             h.update(digests[id(child)])
         digests[id(node)] = h.digest()
     return digests[id(root)]

@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fsmcompile.automaton.fragment import Fragment, nothing
-from fsmcompile.automaton.ir import Alt, And, ByteSet, CharSet, Concat, Diff, Node, Repeat
+from fsmcompile.automaton.ir import ByteSet, CharSet, Node, nodes
 from fsmcompile.automaton.utf8 import Utf8Sequence, byte_boundaries, utf8_sequences
 
 IntervalState = tuple[bool, tuple[tuple[int, int, int], ...]]
@@ -54,20 +54,7 @@ def classes_for(root: Node) -> ByteClasses:
     Walks the IR as a DAG (by identity): JSON Schema lowering shares sub-trees heavily.
     """
     cuts: set[int] = {0}
-    seen: set[int] = set()
-    leaves: set[CharSet | ByteSet] = set()
-    stack: list[Node] = [root]
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        if isinstance(node, (CharSet, ByteSet)):
-            leaves.add(node)
-        elif isinstance(node, Repeat):
-            stack.append(node.item)
-        elif isinstance(node, (Concat, Alt, And, Diff)):
-            stack.extend(node.items)
+    leaves = {node for node in nodes(root) if isinstance(node, (CharSet, ByteSet))}
     for leaf in leaves:
         if isinstance(leaf, CharSet):
             cuts |= _charset_cuts(leaf.ranges)

@@ -28,12 +28,11 @@ import numpy as np
 from fsmcompile.automaton.dfa import ByteDFA, dfa_key
 from fsmcompile.automaton.ir import (
     Alt,
-    And,
     Concat,
-    Diff,
     Node,
     Ref,
     Repeat,
+    children,
     content_key,
     counted_item,
     uncounted,
@@ -116,14 +115,7 @@ class _Writer:
     def has_ref(self, node: Node) -> bool:
         found = self._has_ref.get(id(node))
         if found is None:
-            if isinstance(node, Ref):
-                found = True
-            elif isinstance(node, Repeat):
-                found = self.has_ref(node.item)
-            elif isinstance(node, (Concat, Alt, And, Diff)):
-                found = any(self.has_ref(item) for item in node.items)
-            else:
-                found = False
+            found = isinstance(node, Ref) or any(self.has_ref(c) for c in children(node))
             self._has_ref[id(node)] = found
         return found
 
@@ -169,12 +161,7 @@ class _Writer:
         stack = list(rules.values())
         while stack:
             node = stack.pop()
-            children: tuple[Node, ...] = ()
-            if isinstance(node, Repeat):
-                children = (node.item,)
-            elif isinstance(node, (Concat, Alt, And, Diff)):
-                children = node.items
-            for child in children:
+            for child in children(node):
                 if not self.has_ref(child) or isinstance(child, Ref):
                     continue
                 uses[id(child)] = uses.get(id(child), 0) + 1
