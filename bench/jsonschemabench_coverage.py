@@ -3,7 +3,7 @@
 What a decoder sees is tokens, not bytes: a schema "works" only if the compiled index lets
 the model write each valid instance token by token and stops it on each invalid one. So,
 MaskBench-style, for the first `--limit` schemas of each subset of
-`../shared/corpora/jsonschemabench`:
+`../shared/corpora/jsonschemabench` (or `--sample N` drawn at random with a fixed seed):
 
 1. compile through the public API (`compile_spec("json", ..., cache=False)`) for a real
    tokenizer (Llama 3 by default) under a time and state budget, timed;
@@ -19,6 +19,12 @@ at zero apart from documented relaxations); else *unsupported*, *budget* (time o
 budget, or the hard time-out of the worker) or *error*. A token whose bit and `advance`
 disagree is counted as a mask/advance disagreement (a bug either way).
 
+The first schemas of a subset are not a fair sample of it, and equal counts per subset are
+not a fair sample of the benchmark (Handwritten has 147 schemas upstream, Github_easy
+1,943). The total therefore also gives the pass rate weighted by each subset's upstream
+size, the figure MaskBench reports over the whole set, with a 95% interval for the
+sampling; it means most with `--sample`.
+
 Each schema runs in a forked worker that inherits the vocabulary loaded once here; a worker
 that overruns its hard time-out or dies is replaced and the schema recorded, so one bad
 schema never stops the run. Prints a table per subset, progress on stderr, and writes JSON
@@ -29,8 +35,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import multiprocessing
 import os
+import random
 import statistics
 import sys
 import time
@@ -71,8 +79,11 @@ SNIPPET = 300
 # --- inputs ---------------------------------------------------------------------------
 
 
-def load_records(subset: str, limit: int | None, ids: set[str] | None) -> list[dict[str, Any]]:
-    """The first `limit` records of a subset in the corpus' natural id order (or `ids`)."""
+def load_records(
+    subset: str, limit: int | None, ids: set[str] | None, *, sample_seed: int | None = None
+) -> list[dict[str, Any]]:
+    """The first `limit` records of a subset in the corpus' natural id order (or `ids`);
+    with `sample_seed`, `limit` records drawn uniformly with that seed, in id order."""
     records = []
     with open(CORPUS / subset / "schemas.jsonl", encoding="utf-8") as handle:
         for line in handle:
@@ -80,9 +91,38 @@ def load_records(subset: str, limit: int | None, ids: set[str] | None) -> list[d
             if ids is not None and record["id"] not in ids:
                 continue
             records.append(record)
-            if limit is not None and len(records) >= limit:
+            if limit is not None and sample_seed is None and len(records) >= limit:
                 break
+    if limit is not None and sample_seed is not None and len(records) > limit:
+        picked = sorted(random.Random(f"{sample_seed}/{subset}").sample(range(len(records)), limit))
+        records = [records[i] for i in picked]
     return records
+
+
+def upstream_sizes() -> dict[str, int]:
+    """Schemas per subset in the full upstream benchmark (the corpus' `index.json`)."""
+    index = json.loads((CORPUS / "index.json").read_text(encoding="utf-8"))
+    return {name: int(entry["total"]) for name, entry in index["subsets"].items()}
+
+
+def weighted_pass_rate(
+    summaries: dict[str, dict[str, Any]], sizes: dict[str, int]
+) -> dict[str, float] | None:
+    """The pass rate of the subsets run, each weighted by its upstream size, with the
+    half-width of a 95% normal interval for stratified sampling (each subset's rate
+    smoothed as (passed + 1) / (n + 2) for the variance, so a 10-of-10 subset still
+    counts as uncertain)."""
+    strata = [(sizes[name], s) for name, s in summaries.items() if s["schemas"] and name in sizes]
+    total = sum(size for size, _ in strata)
+    if not total:
+        return None
+    rate = variance = 0.0
+    for size, s in strata:
+        weight, n = size / total, s["schemas"]
+        rate += weight * s["passed"] / n
+        smoothed = (s["passed"] + 1) / (n + 2)
+        variance += weight**2 * smoothed * (1 - smoothed) / n * max(0.0, 1 - n / size)
+    return {"rate": rate, "half_width": 1.96 * math.sqrt(variance), "upstream_schemas": total}
 
 
 def serialize(data: Any, whitespace: str) -> str:
@@ -474,7 +514,11 @@ def markdown(report: dict[str, Any]) -> str:
         f"Tokenizer {report['tokenizer']['label']} ({report['tokenizer']['size']} ids, "
         f"EOS {report['tokenizer']['eos']}); whitespace {opts['whitespace']}, strict "
         f"{opts['strict']}, timeout {opts['timeout_s']} s, max_states {opts['max_states']}, "
-        f"first {opts['limit']} schemas per subset.",
+        + (
+            f"{opts['limit']} schemas per subset drawn with seed {opts['sample_seed']}."
+            if opts.get("sample_seed") is not None
+            else f"first {opts['limit']} schemas per subset."
+        ),
         "",
         describe_machine(report["machine"]),
         "",
@@ -495,6 +539,9 @@ def markdown(report: dict[str, Any]) -> str:
         "instance (counted as passed); compile ms over compiled schemas; mask µs: "
         "`fill_bitmask` per token over the valid instances' walks.",
     ]
+    weighted = report.get("weighted_pass")
+    if weighted:
+        out += ["", _weighted_line(weighted)]
     failing = [
         r
         for s in report["subsets"].values()
@@ -530,6 +577,13 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
+def _weighted_line(weighted: dict[str, float]) -> str:
+    return (
+        f"passed, weighted by upstream subset size ({weighted['upstream_schemas']:.0f} "
+        f"schemas): {100 * weighted['rate']:.1f}% ± {100 * weighted['half_width']:.1f}% (95%)"
+    )
+
+
 def _progress(done: int, total: int, result: dict[str, Any]) -> None:
     outcome = result["outcome"]
     if "compile_s" in result:
@@ -547,6 +601,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--subset", action="append", choices=SUBSETS, help="repeatable")
     parser.add_argument("--id", action="append", dest="ids", help="only these ids (repeatable)")
     parser.add_argument("--limit", type=int, default=50, help="first N schemas per subset")
+    parser.add_argument(
+        "--sample",
+        type=int,
+        default=None,
+        metavar="N",
+        help="N schemas per subset drawn at random (see --seed) instead of the first N",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of --sample")
     parser.add_argument("--all", action="store_true", help="every schema (no --limit)")
     parser.add_argument("--tokenizer", default="llama3", help="llama3, gpt2 or a tokenizer.json")
     parser.add_argument("--lenient", action="store_true", help="strict=False")
@@ -572,7 +634,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown subsets {unknown}; expected some of {', '.join(SUBSETS)}")
     subsets = list(dict.fromkeys(subsets)) or list(SUBSETS)
-    limit = None if args.all else args.limit
+    limit = None if args.all else args.sample or args.limit
+    sample_seed = args.seed if args.sample and not args.all else None
     ids = set(args.ids) if args.ids else None
 
     from fsmcompile import Vocabulary
@@ -608,6 +671,7 @@ def main(argv: list[str] | None = None) -> int:
             "timeout_s": args.timeout_s,
             "hard_timeout_s": hard,
             "limit": limit,
+            "sample_seed": sample_seed,
         },
         "subsets": {},
     }
@@ -617,7 +681,7 @@ def main(argv: list[str] | None = None) -> int:
     all_results: list[dict[str, Any]] = []
     try:
         for subset in subsets:
-            records = load_records(subset, limit, ids)
+            records = load_records(subset, limit, ids, sample_seed=sample_seed)
             print(f"{subset}: {len(records)} schemas", file=sys.stderr, flush=True)
             results = []
             for done, record in enumerate(records, 1):
@@ -635,6 +699,10 @@ def main(argv: list[str] | None = None) -> int:
         runner.close()
     report["total"] = summarize(all_results)
     print(table_lines({"total": report["total"]})[1], flush=True)
+    summaries = {name: s["summary"] for name, s in report["subsets"].items()}
+    report["weighted_pass"] = weighted_pass_rate(summaries, upstream_sizes())
+    if report["weighted_pass"]:
+        print(_weighted_line(report["weighted_pass"]), flush=True)
     if report["total"]["disagreements"]:
         print(
             f"{report['total']['disagreements']} mask/advance disagreements: see {md_path}",
