@@ -195,3 +195,22 @@ def test_too_deeply_nested_schema_is_a_budget_error_not_a_crash(gpt2) -> None:
     with pytest.raises(BudgetExceededError) as info:
         compile_spec("json", schema, gpt2, cache=False)
     assert info.value.limit == "nesting" and "nests too deeply" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        # Object keywords on an array (a real schema put them beside `items`).
+        {"type": "array", "required": ["name"], "additionalProperties": False},
+        {"type": "array", "minProperties": 3, "maxProperties": 1},
+        {"type": ["array", "null"], "minLength": 5, "maxLength": 3},
+        {"type": "string", "minimum": 5, "maximum": 1},
+        {"type": "integer", "minItems": 2, "maxItems": 0},
+    ],
+)
+def test_keywords_of_a_type_that_type_rules_out_never_contradict(schema, accepts) -> None:
+    import jsonschema
+
+    check = accepts(schema)
+    for value in ([], [1, "a"], None, "abcd", 7, {"name": 1}):
+        assert check(value) == jsonschema.Draft202012Validator(schema).is_valid(value), value

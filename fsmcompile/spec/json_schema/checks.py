@@ -3,8 +3,10 @@
 A keyword with a value of the wrong shape, or two keywords of the same object that
 contradict each other (`minLength` 5 with `maxLength` 3), is almost always a mistake in
 the schema, so it becomes a `SchemaError` pointing at the keyword instead of a decoder
-that silently emits nothing. One exception: a contradictory `anyOf`/`oneOf` option only
-removes that option (real schemas carry dead alternatives, and validators accept them).
+that silently emits nothing. Keywords of a type that `type` rules out never apply, so
+they contradict nothing (object keywords beside `"type": "array"`). One exception: a
+contradictory `anyOf`/`oneOf` option only removes that option (real schemas carry dead
+alternatives, and validators accept them).
 Contradictions that arise when *different* objects are combined (`allOf` branches, `$ref`
 siblings) are legitimate empty intersections and are left to the lowering.
 """
@@ -30,6 +32,15 @@ _COUNTS = (
 )
 _NUMBERS = ("minimum", "maximum", "multipleOf")
 _PAIRS = (("minLength", "maxLength"), ("minItems", "maxItems"), ("minProperties", "maxProperties"))
+_TYPE_OF = {
+    "minLength": ("string",),
+    "minItems": ("array",),
+    "minProperties": ("object",),
+    "minimum": ("number", "integer"),
+    "required": ("object",),
+}
+"""The types whose values a contradiction between these keywords rules out: with a
+`type` that allows none of them the keywords never apply, and nothing contradicts."""
 
 
 def _is_number(value: Any) -> bool:
@@ -92,15 +103,22 @@ def check_object(loc: Location) -> SchemaError | None:
         isinstance(required, list) and all(isinstance(k, str) for k in required)
     ):
         raise _fail(loc, "required", "required must be a list of property names")
+    allowed = None if names is None else set(names)
+
+    def applies(keyword: str) -> bool:
+        return allowed is None or not allowed.isdisjoint(_TYPE_OF[keyword])
+
     for low, high in _PAIRS:
-        if low in schema and high in schema and schema[low] > schema[high]:
+        if low in schema and high in schema and schema[low] > schema[high] and applies(low):
             return _fail(
                 loc,
                 low,
                 f"{low} {schema[low]} is greater than {high} {schema[high]}: "
                 "no value can satisfy both",
             )
-    return _check_bounds(loc, schema) or _check_required(loc, schema)
+    if applies("minimum") and (found := _check_bounds(loc, schema)) is not None:
+        return found
+    return _check_required(loc, schema) if applies("required") else None
 
 
 def _check_bounds(loc: Location, schema: dict[str, Any]) -> SchemaError | None:
