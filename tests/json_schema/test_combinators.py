@@ -244,3 +244,41 @@ def test_strings_outside_a_negated_pattern_are_spelled_narrowly(accepts) -> None
     check = accepts({"type": "string", "not": {"pattern": "^a"}})
     assert check(Raw('"b\\n"')) and check(Raw('"bé"')) and check(Raw('"\\""'))
     assert not check(Raw('"\\u0061"')) and not check(Raw('"\\u0062"')) and not check("ab")
+
+
+_HTTP = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {"domain": {"type": "string"}, "port": {"type": "integer"}},
+}
+_PARAM = {"type": "object", "additionalProperties": False, "properties": {"encoded": {}}}
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        # Both closed objects take `{}`: it matches two branches, so it is refused.
+        {"oneOf": [_HTTP, _PARAM]},
+        {
+            "$defs": {"h": _HTTP, "p": _PARAM},
+            "oneOf": [{"$ref": "#/$defs/h"}, {"$ref": "#/$defs/p"}],
+        },
+        # Only one takes `{}` (the other requires a key): `{}` is valid.
+        {"oneOf": [_HTTP, {**_PARAM, "required": ["encoded"]}]},
+        # Three branches, one of them not an object at all.
+        {"oneOf": [_HTTP, _PARAM, {"type": "string"}]},
+    ],
+)
+def test_oneof_of_objects_closed_to_disjoint_keys_is_exact(accepts, schema) -> None:
+    check = accepts(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    values = [{}, {"domain": "a"}, {"domain": "b", "port": 1}, {"encoded": None}, {"encoded": 1}]
+    values += [{"domain": "a", "encoded": 1}, {"port": "x"}, "s", 3, None, [{}]]
+    for value in values:
+        assert check(value) == validator.is_valid(value), value
+
+
+def test_oneof_of_closed_objects_sharing_a_key_is_still_reported() -> None:
+    shared = {**_PARAM, "properties": {"domain": {}}}
+    with pytest.raises(UnsupportedFeatureError, match="oneOf"):
+        schema_to_ir({"oneOf": [_HTTP, shared]}, options=JsonOptions())

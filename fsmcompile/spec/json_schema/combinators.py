@@ -313,11 +313,18 @@ def value_locations(sources: list[Location], key: str) -> list[Location]:
     return locs
 
 
-def provably_disjoint(lw: Lowerer, a: Conjunction, b: Conjunction, depth: int = 0) -> bool:
+def provably_disjoint(
+    lw: Lowerer, a: Conjunction, b: Conjunction, depth: int = 0, *, empty_object_aside: bool = False
+) -> bool:
     """Whether no instance can satisfy both conjunctions, by sufficient tests: disjoint
     types, disjoint `enum`/`const` sets, disjoint numeric ranges, string keywords whose
     automata do not intersect, or a property one side requires whose values the other
-    side cannot accept (a discriminator, or a key it forbids)."""
+    side cannot accept (a discriminator, or a key it forbids).
+
+    With `empty_object_aside`, whether they can share no instance but the empty object:
+    objects of two sides closed to keys they do not share (`additionalProperties: false`)
+    can only both be `{}`.
+    """
     common = possible_atoms(lw, a) & possible_atoms(lw, b)
     if not common or a.false or b.false:
         return True
@@ -336,6 +343,8 @@ def provably_disjoint(lw: Lowerer, a: Conjunction, b: Conjunction, depth: int = 
             if not (_below(hi_a, lo_b) or _below(hi_b, lo_a)):
                 return False
         elif atom == "object":
+            if empty_object_aside and _closed_apart(a, b):
+                continue
             if depth > 3 or not _discriminated(lw, a, b, depth):
                 return False
         elif atom == "string":
@@ -351,6 +360,24 @@ def _below(hi: Bound | None, lo: Bound | None) -> bool:
     if hi is None or lo is None:
         return False
     return hi.value < lo.value or (hi.value == lo.value and (hi.exclusive or lo.exclusive))
+
+
+def _closed_keys(conj: Conjunction) -> set[str] | None:
+    """The only keys an object of the conjunction may have, when some part closes it
+    (`additionalProperties: false` and no `patternProperties`); None when it is open."""
+    keys: set[str] | None = None
+    for part in conj.parts:
+        schema = part.schema
+        if schema.get("additionalProperties") is False and not schema.get("patternProperties"):
+            names = set(schema.get("properties", {}))
+            keys = names if keys is None else keys & names
+    return keys
+
+
+def _closed_apart(a: Conjunction, b: Conjunction) -> bool:
+    """Whether both sides are closed to key sets that do not meet."""
+    keys_a, keys_b = _closed_keys(a), _closed_keys(b)
+    return keys_a is not None and keys_b is not None and not keys_a & keys_b
 
 
 def _discriminated(lw: Lowerer, a: Conjunction, b: Conjunction, depth: int) -> bool:

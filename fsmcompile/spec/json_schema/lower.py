@@ -27,6 +27,7 @@ from fsmcompile.spec.json_schema.combinators import (
     negation_group,
     negation_supported,
     provably_disjoint,
+    synthetic,
     type_atoms,
 )
 from fsmcompile.spec.json_schema.instances import InstanceChecker
@@ -287,16 +288,26 @@ class Lowerer:
         return _union([self.lower_conj(b) for b in branches])
 
     def _exclusive(self, group: Group, branches: list[Conjunction]) -> list[Conjunction]:
-        """oneOf as anyOf when the branches cannot overlap; else branch i also negates
-        every other option (De Morgan, see negation.py) when those negations are
-        expressible; else it is reported."""
-        overlapping = any(
-            not provably_disjoint(self, a, b)
+        """oneOf as anyOf when the branches cannot overlap; as anyOf less `{}` when they
+        can share only the empty object and more than one option takes it; else branch i
+        also negates every other option (De Morgan, see negation.py) when those negations
+        are expressible; else it is reported."""
+        overlapping = [
+            (a, b)
             for i, a in enumerate(branches)
             for b in branches[i + 1 :]
-        )
+            if not provably_disjoint(self, a, b)
+        ]
         if not overlapping:
             return branches
+        if all(provably_disjoint(self, a, b, empty_object_aside=True) for a, b in overlapping):
+            # The branches can share `{}` at most: valid iff exactly one option takes it.
+            takers = [self._takes_empty_object(option) for option in group.options]
+            if None not in takers:
+                if sum(1 for taker in takers if taker) <= 1:
+                    return branches
+                non_empty = synthetic(group.owner, "(oneOf-non-empty)", {"minProperties": 1})
+                return [b.merged(Conjunction(parts=[non_empty])) for b in branches]
         negations: list[Group | None] = []
         for j, option in enumerate(group.options):
             if len(option) != 1:
@@ -315,6 +326,17 @@ class Lowerer:
             )
             out.append(merged)
         return out
+
+    def _takes_empty_object(self, option: list[Location]) -> bool | None:
+        """Whether `{}` is valid against every schema of a oneOf option (jsonschema
+        decides), or None when a validator cannot tell."""
+        for loc in option:
+            valid = self.checker.is_valid({}, loc)
+            if not valid and not self.checker.is_valid({}, loc, negate=True):
+                return None  # neither valid nor invalid: the validator failed
+            if not valid:
+                return False
+        return True
 
     def _intersect_groups(self, conj: Conjunction) -> Lowered:
         parts = [self._lower_flat(Conjunction(conj.parts, [], conj.negations, conj.false))]
