@@ -152,16 +152,18 @@ class _Nfa:
         moves: list[list[int]] = []
         for s in range(dfa.num_states):
             by_target: dict[int, list[tuple[int, int]]] = {}
+            first_class: dict[int, int] = {}  # a class per target: its moves count alike
             for c, t in enumerate(trans[s].tolist()):
                 if t >= 0:
                     by_target.setdefault(t, []).extend(class_ranges[c])
+                    first_class.setdefault(t, c)
             outs = [
                 self.add(_BYTE, normalize_ranges(spans), [heads[t]])
                 for t, spans in by_target.items()
             ]
             if starts is not None and s in starts:
                 for out, t in zip(outs, by_target, strict=True):
-                    self.counting[out] = int(trans[s].tolist().index(t)) in starts[s]
+                    self.counting[out] = first_class[t] in starts[s]
             moves.append(outs)
             self.out[heads[s]] = outs + ([nxt] if dfa.accepting[s] else [])
         return self.add(_SPLIT, out=list(moves[0]))
