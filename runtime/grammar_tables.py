@@ -13,13 +13,13 @@ close it, and the row is reused at every depth.
 A row is the OR of the index's token groups of the lexer state (each a dense mask row or
 a token list) whose emitted sequence and exit set the stack accepts. The groups come
 sorted into runs sharing (first terminal, sequence, exit set), so a row costs one memoized
-parser check per run and one OR over the valid runs' groups, cached by their group sets.
+parser check per run and one OR over the valid runs' groups, cached by the runs.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -46,12 +46,12 @@ Outcome = tuple[int, int, int, int, int]
 """(seq id, end lexer state, constraint id, items grown, items fresh) of one reading of a
 token (`walk_bytes`)."""
 
-Plan = list[tuple[int, list[tuple[int, int, int]]]]
-"""Runs of one lexer state: [(first seq, [(seq, exit set, run id)])]."""
-
 _PACK_MIN_TOKENS = 256
 """From this many listed tokens a union sets them through a bool row and `np.packbits`
 (7-10 µs whatever the count) rather than `set_bits` (4 µs plus 1 µs per 100 tokens)."""
+
+_SLICED_GROUPS = 16
+"""Up to this many listed groups a union joins their slices; from there one gather."""
 
 _NO_TOKENS = np.zeros(0, dtype=np.int64)
 
@@ -119,7 +119,7 @@ class GrammarTables:
         self._grown: dict[int, npt.NDArray[np.int32]] = {}
         self._too_long: dict[tuple[int, int], npt.NDArray[np.int32]] = {}
         runs = _entry_runs(index)
-        # As lists: a plan or a part reads a few items at a time.
+        # As lists: a row reads a few items of each at a time.
         self._origin_block: list[int] = runs.origin_block.tolist()
         self._block_start: list[int] = runs.block_start.tolist()
         self._block_first: list[int] = runs.block_first.tolist()
@@ -127,8 +127,8 @@ class GrammarTables:
         self._run_xset: list[int] = runs.xset.tolist()
         self._run_start: list[int] = runs.start.tolist()
         self._run_groups = runs.groups
-        self._group_dense: list[int] = index.group_dense.tolist()
-        self._group_token_start: list[int] = index.group_token_start.tolist()
+        self._group_dense = index.group_dense
+        self._group_token_start = index.group_token_start.astype(np.int64)
         self._group_tokens = index.group_tokens.astype(np.int64)
         self._masks = index.masks
         self._state_kill: list[int] = index.state_kill.tolist()
@@ -149,13 +149,6 @@ class GrammarTables:
         self._outcomes: dict[tuple[int, int, int], tuple[Outcome, ...]] = {}
         self._hits: dict[int, npt.NDArray[np.int32]] = {}
         self._set_rows: dict[tuple[Config, ...], npt.NDArray[np.int32]] = {}
-        self._plans: dict[int, Plan] = {}
-        # Parts: the distinct group sets of runs, made when a run is first valid. Runs of
-        # origins listing the same groups share a part, and so the unions built from it.
-        self._run_part: list[int] = [-1] * runs.seq.shape[0]
-        self._part_ids: dict[tuple[int, ...], int] = {}
-        self._part_dense: list[list[int]] = []
-        self._part_tokens: list[npt.NDArray[np.int64]] = []
         self._unions: dict[tuple[int, ...], npt.NDArray[np.int32]] = {}
         self._dense_rows: dict[tuple[int, ...], npt.NDArray[np.int32]] = {}
         self._row_store: dict[bytes, npt.NDArray[np.int32]] = {}
@@ -360,20 +353,40 @@ class GrammarTables:
             self._suffix_lengths.clear()
             self._set_rows.clear()
 
-    def _union(self, parts: tuple[int, ...]) -> npt.NDArray[np.int32]:
-        """int32[W]: the OR of some parts' masks, read-only and cached (many stacks validate
-        the same runs, and runs of several origins share parts)."""
-        row = self._unions.get(parts)
+    def _union(self, runs: tuple[int, ...]) -> npt.NDArray[np.int32]:
+        """int32[W]: the OR of some runs' groups, read-only and cached (many stacks validate
+        the same runs of a state)."""
+        row = self._unions.get(runs)
         if row is None:
-            dense = tuple(sorted({d for p in parts for d in self._part_dense[p]}))
-            tokens = _joined([self._part_tokens[p] for p in parts])
-            row = self._dense_row(dense)
-            if tokens.size:
-                row = row.copy()
+            start, groups = self._run_start, self._run_groups
+            chosen = _joined([groups[start[r] : start[r + 1]] for r in runs])
+            dense_of = self._group_dense[chosen]
+            is_dense = dense_of >= 0
+            dense = tuple(sorted(set(dense_of[is_dense].tolist())))
+            tokens = self._listed_tokens(chosen[~is_dense])
+            if not tokens.size:
+                row = self._dense_row(dense)
+            else:
+                row = self._dense_row(dense).copy() if dense else self._zeros()
                 self._set_tokens(row, tokens)
                 row.setflags(write=False)
-            self._unions[parts] = row
+            self._unions[runs] = row
         return row
+
+    def _listed_tokens(self, groups: npt.NDArray[np.int32]) -> npt.NDArray[np.int64]:
+        """The token lists of some listed groups, concatenated (one gather, no loop)."""
+        if not groups.size:
+            return _NO_TOKENS
+        lo = self._group_token_start[groups]
+        hi = self._group_token_start[groups + 1]
+        if groups.size <= _SLICED_GROUPS:
+            tokens = self._group_tokens
+            return _joined([tokens[a:b] for a, b in zip(lo.tolist(), hi.tolist(), strict=True)])
+        sizes = hi - lo
+        # Position k of group i reads group_tokens[lo[i] + k]: repeat each group's offset
+        # from its place in the output, then add the output positions.
+        offsets = np.repeat(lo - (np.cumsum(sizes) - sizes), sizes)
+        return self._group_tokens[offsets + np.arange(offsets.shape[0])]
 
     def _dense_row(self, dense: tuple[int, ...]) -> npt.NDArray[np.int32]:
         """int32[W]: the OR of some rows of `masks`, read-only; cached from two rows on, as
@@ -386,11 +399,14 @@ class GrammarTables:
                 for d in dense[1:]:
                     np.bitwise_or(row, self._masks[d], out=row)
             else:
-                row = np.zeros(self.num_words, dtype=np.int32)
+                row = self._zeros()
             row.setflags(write=False)
             if len(dense) > 1:
                 self._dense_rows[dense] = row
         return row
+
+    def _zeros(self) -> npt.NDArray[np.int32]:
+        return np.zeros(self.num_words, dtype=np.int32)
 
     def _set_tokens(self, row: npt.NDArray[np.int32], tokens: npt.NDArray[np.int64]) -> None:
         """Set the bits of `tokens` (ids below W * 32, repeats allowed) in `row`, in place."""
@@ -401,76 +417,35 @@ class GrammarTables:
         flags[tokens] = True
         row |= np.packbits(flags, bitorder="little").view("<i4")
 
-    def _part(self, run: int) -> int:
-        """The part of `run`: its group set's id, with their dense mask rows and tokens."""
-        part = self._run_part[run]
-        if part < 0:
-            groups = tuple(
-                self._run_groups[self._run_start[run] : self._run_start[run + 1]].tolist()
-            )
-            found = self._part_ids.get(groups)
-            if found is None:
-                found = self._part_ids[groups] = len(self._part_dense)
-                dense, starts = self._group_dense, self._group_token_start
-                self._part_dense.append([d for g in groups if (d := dense[g]) >= 0])
-                listed = [
-                    self._group_tokens[starts[g] : starts[g + 1]] for g in groups if dense[g] < 0
-                ]
-                self._part_tokens.append(_joined(listed))
-            part = self._run_part[run] = found
-        return part
-
-    def _plan(self, state: int) -> Plan:
-        """The runs of `state` by first emitted terminal, then sequence and exit set.
-
-        Every run under a first terminal the parser rejects is skipped with one lookup:
-        after a name in SQL, hundreds of groups start with a keyword the stack cannot take.
-        """
-        plan = self._plans.get(state)
-        if plan is None:
-            lo, hi = self._origin_block[state], self._origin_block[state + 1]
-            bounds = self._block_start[lo : hi + 1]
-            first_run, end_run = bounds[0], bounds[-1]
-            triples = list(
-                zip(
-                    self._run_seq[first_run:end_run],
-                    self._run_xset[first_run:end_run],
-                    range(first_run, end_run),
-                    strict=True,
-                )
-            )
-            plan = [
-                (first, triples[a - first_run : b - first_run])
-                for first, a, b in zip(
-                    self._block_first[lo:hi], bounds[:-1], bounds[1:], strict=True
-                )
-            ]
-            self._plans[state] = plan
-        return plan
-
     def _compute_row(self, stack: int, state: int) -> tuple[npt.NDArray[np.int32], int]:
         # Cost: one memoized parser check per distinct (first terminal, sequence, exit set)
-        # of `state`, then one OR over the valid runs' rows and token lists (cached by their
-        # parts). Runs once per cache miss.
+        # of `state`, then one OR over the valid runs' rows and token lists (cached by the
+        # runs). Runs once per cache miss.
         floor = self._stack_depth[stack]
         valid: list[int] = []
-        for first, runs in self._plan(state):
+        block_start, run_seq, run_xset = self._block_start, self._run_seq, self._run_xset
+        for block in range(self._origin_block[state], self._origin_block[state + 1]):
+            # Every run under a first terminal the parser rejects is skipped with one
+            # lookup: after a name in SQL, hundreds of groups start with a keyword the
+            # stack cannot take.
+            first = self._block_first[block]
             if first:
                 after, f = self.apply(stack, first)
                 floor = min(floor, f)
                 if after < 0:
                     continue
             last_seq = -1
-            for seq, xset, run in runs:  # sorted by sequence: one `apply` per sequence
+            for run in range(block_start[block], block_start[block + 1]):
+                seq = run_seq[run]  # runs sorted by sequence: one `apply` per sequence
                 if seq != last_seq:
                     last_seq = seq
                     after, f = self.apply(stack, seq)
                     floor = min(floor, f)
                 if after >= 0:
-                    ok, f = self.xset_ok(after, xset)
+                    ok, f = self.xset_ok(after, run_xset[run])
                     floor = min(floor, f)
                     if ok:
-                        valid.append(self._part(run))
+                        valid.append(run)
         union = self._union(tuple(valid))
         extra: list[npt.NDArray[np.int32]] = []  # bits beyond the union
         kill = self._state_kill[state]
@@ -613,7 +588,7 @@ class GrammarTables:
         return any(self.config_accepts_end(stack, state)[0] for stack, state, *_ in configs)
 
 
-def _joined(arrays: list[npt.NDArray[np.int64]]) -> npt.NDArray[np.int64]:
+def _joined(arrays: list[npt.NDArray[Any]]) -> npt.NDArray[Any]:
     """The concatenation of some token lists, without a copy when at most one is non-empty."""
     arrays = [a for a in arrays if a.size]
     if len(arrays) > 1:
