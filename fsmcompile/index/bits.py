@@ -35,9 +35,17 @@ def unpack_row(words: npt.NDArray[np.int32], vocab_size: int) -> npt.NDArray[np.
     return np.unpackbits(as_bytes, bitorder="little")[:vocab_size].astype(np.bool_)
 
 
+_LOOP_MAX_IDS = 16
+"""Up to this many ids a Python loop sets them (0.2 µs each); `ufunc.at` costs 4 µs flat."""
+
+
 def set_bits(words: npt.NDArray[np.int32], token_ids: npt.NDArray[np.int64]) -> None:
-    """Set the bits of `token_ids` in the int32[..., W] row(s) `words`, in place."""
+    """Set the bits of `token_ids` (repeats allowed) in the int32[W] row `words`, in place."""
     view = words.view(np.uint32)
+    if token_ids.shape[0] <= _LOOP_MAX_IDS:
+        for token in token_ids.tolist():
+            view[token >> 5] |= 1 << (token & 31)
+        return
     np.bitwise_or.at(view, token_ids // 32, (np.uint32(1) << (token_ids % 32).astype(np.uint32)))
 
 

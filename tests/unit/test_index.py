@@ -118,6 +118,19 @@ def test_bits_pack_unpack_roundtrip(width: int) -> None:
     assert np.array_equal(words, packed[0])
 
 
+@pytest.mark.parametrize("count", [0, 1, 5, 16, 17, 300])
+def test_set_bits_matches_packing_with_repeats_and_the_sign_bit(count: int) -> None:
+    # Both paths (a loop for a few ids, `ufunc.at` for more): repeated ids and bit 31 of a
+    # word, the sign bit of the int32 layout.
+    rng = np.random.default_rng(count)
+    ids = np.concatenate([rng.integers(0, 200, count // 2), np.full(count - count // 2, 31)])
+    expected = np.zeros((1, 200), dtype=np.bool_)
+    expected[0, ids] = True
+    words = np.zeros(7, dtype=np.int32)
+    set_bits(words, ids.astype(np.int64))
+    assert np.array_equal(words, pack_bool_rows(expected)[0])
+
+
 def test_index_string_regions_match_brute_force(gpt2: Vocabulary) -> None:
     # JSON-like strings: anchors that loop on ~90 bytes, with UTF-8 and escape satellites,
     # exiting through the closing quote into different continuations.
