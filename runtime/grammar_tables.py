@@ -129,6 +129,7 @@ class GrammarTables:
         self._run_groups = runs.groups
         self._group_dense = index.group_dense
         self._group_token_start = index.group_token_start.astype(np.int64)
+        self._group_starts: list[int] = self._group_token_start.tolist()
         self._group_tokens = index.group_tokens.astype(np.int64)
         self._masks = index.masks
         self._state_kill: list[int] = index.state_kill.tolist()
@@ -374,15 +375,13 @@ class GrammarTables:
         return row
 
     def _listed_tokens(self, groups: npt.NDArray[np.int32]) -> npt.NDArray[np.int64]:
-        """The token lists of some listed groups, concatenated (one gather, no loop)."""
-        if not groups.size:
-            return _NO_TOKENS
-        lo = self._group_token_start[groups]
-        hi = self._group_token_start[groups + 1]
+        """The token lists of some listed groups, concatenated: slices for a few groups,
+        one gather for many."""
         if groups.size <= _SLICED_GROUPS:
-            tokens = self._group_tokens
-            return _joined([tokens[a:b] for a, b in zip(lo.tolist(), hi.tolist(), strict=True)])
-        sizes = hi - lo
+            tokens, starts = self._group_tokens, self._group_starts
+            return _joined([tokens[starts[g] : starts[g + 1]] for g in groups.tolist()])
+        lo = self._group_token_start[groups]
+        sizes = self._group_token_start[groups + 1] - lo
         # Position k of group i reads group_tokens[lo[i] + k]: repeat each group's offset
         # from its place in the output, then add the output positions.
         offsets = np.repeat(lo - (np.cumsum(sizes) - sizes), sizes)
