@@ -356,22 +356,28 @@ class GrammarTables:
 
     def _union(self, runs: tuple[int, ...]) -> npt.NDArray[np.int32]:
         """int32[W]: the OR of some runs' groups, read-only and cached (many stacks validate
-        the same runs of a state)."""
+        the same runs of a state; two states rarely list the same groups)."""
         row = self._unions.get(runs)
         if row is None:
             start, groups = self._run_start, self._run_groups
             chosen = _joined([groups[start[r] : start[r + 1]] for r in runs])
-            dense_of = self._group_dense[chosen]
-            is_dense = dense_of >= 0
-            dense = tuple(sorted(set(dense_of[is_dense].tolist())))
-            tokens = self._listed_tokens(chosen[~is_dense])
-            if not tokens.size:
-                row = self._dense_row(dense)
-            else:
-                row = self._dense_row(dense).copy() if dense else self._zeros()
-                self._set_tokens(row, tokens)
-                row.setflags(write=False)
-            self._unions[runs] = row
+            row = self._unions[runs] = self._groups_row(chosen)
+        return row
+
+    def _groups_row(self, chosen: npt.NDArray[np.int32]) -> npt.NDArray[np.int32]:
+        """int32[W]: the OR of some groups' dense rows and token lists, read-only."""
+        dense_of = self._group_dense[chosen]
+        is_dense = dense_of >= 0
+        dense = tuple(sorted(set(dense_of[is_dense].tolist())))
+        tokens = self._listed_tokens(chosen[~is_dense])
+        if not tokens.size:
+            return self._dense_row(dense)
+        if dense:
+            row = self._dense_row(dense).copy()
+        else:
+            row = np.zeros(self.num_words, dtype=np.int32)
+        self._set_tokens(row, tokens)
+        row.setflags(write=False)
         return row
 
     def _listed_tokens(self, groups: npt.NDArray[np.int32]) -> npt.NDArray[np.int64]:
@@ -398,14 +404,11 @@ class GrammarTables:
                 for d in dense[1:]:
                     np.bitwise_or(row, self._masks[d], out=row)
             else:
-                row = self._zeros()
+                row = np.zeros(self.num_words, dtype=np.int32)
             row.setflags(write=False)
             if len(dense) > 1:
                 self._dense_rows[dense] = row
         return row
-
-    def _zeros(self) -> npt.NDArray[np.int32]:
-        return np.zeros(self.num_words, dtype=np.int32)
 
     def _set_tokens(self, row: npt.NDArray[np.int32], tokens: npt.NDArray[np.int64]) -> None:
         """Set the bits of `tokens` (ids below W * 32, repeats allowed) in `row`, in place."""
