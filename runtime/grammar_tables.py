@@ -394,9 +394,13 @@ class GrammarTables:
         return self._group_tokens[offsets + np.arange(offsets.shape[0])]
 
     def _dense_row(self, dense: tuple[int, ...]) -> npt.NDArray[np.int32]:
-        """int32[W]: the OR of some rows of `masks`, read-only; cached from two rows on, as
-        unions of different token lists often share their dense rows (tens of them at
-        about 1 µs each in the unions of a JSON string's content)."""
+        """int32[W]: the OR of some rows of `masks`, read-only: one row is a view of it,
+        several are cached, as unions of different token lists often share their dense
+        rows (tens of them at about 1 µs each in the unions of a JSON string's content)."""
+        if len(dense) == 1:
+            view = np.asarray(self._masks[dense[0]], dtype=np.int32)
+            view.setflags(write=False)
+            return view
         row = self._dense_rows.get(dense)
         if row is None:
             if dense:
@@ -406,7 +410,7 @@ class GrammarTables:
             else:
                 row = np.zeros(self.num_words, dtype=np.int32)
             row.setflags(write=False)
-            if len(dense) > 1:
+            if dense:
                 self._dense_rows[dense] = row
         return row
 
