@@ -282,3 +282,32 @@ def test_oneof_of_closed_objects_sharing_a_key_is_still_reported() -> None:
     shared = {**_PARAM, "properties": {"domain": {}}}
     with pytest.raises(UnsupportedFeatureError, match="oneOf"):
         schema_to_ir({"oneOf": [_HTTP, shared]}, options=JsonOptions())
+
+
+def test_anyof_branch_keys_keep_the_place_of_their_group(accepts) -> None:
+    # An allOf whose first member is a oneOf: the branch's keys come before the keys of
+    # the later allOf member, as written; around a group written on the schema itself
+    # they still come after that schema's own keys.
+    check = accepts(
+        {
+            "allOf": [
+                {
+                    "oneOf": [
+                        {"properties": {"kind": {"const": "a"}}, "required": ["kind"]},
+                        {"properties": {"kind": {"const": "b"}, "size": {"type": "integer"}}},
+                    ]
+                },
+                {"properties": {"id": {"type": "integer"}}, "required": ["id"]},
+            ]
+        }
+    )
+    assert check({"kind": "a", "id": 1}) and check({"kind": "b", "size": 2, "id": 3})
+    assert not check({"id": 1, "kind": "a"}) and not check({"kind": "c", "id": 1})
+    nested = accepts(
+        {
+            "properties": {"id": {"type": "integer"}},
+            "required": ["id"],
+            "anyOf": [{"properties": {"kind": {"type": "string"}}, "required": ["kind"]}],
+        }
+    )
+    assert nested({"id": 1, "kind": "x"}) and not nested({"kind": "x", "id": 1})

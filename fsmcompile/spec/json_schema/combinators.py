@@ -147,11 +147,18 @@ class Conjunction:
             tuple(sorted(n.key for n in self.negations)),
         )
 
-    def merged(self, other: Conjunction) -> Conjunction:
-        """Both conjunctions at once (parts deduplicated)."""
+    def merged(self, other: Conjunction, *, after: Location | None = None) -> Conjunction:
+        """Both conjunctions at once (parts deduplicated).
+
+        `other`'s parts go after `after` and the parts under it (an `anyOf` branch where
+        its group is written, so the keys it lists keep their place in the key order),
+        else at the end.
+        """
         seen = {p.key for p in self.parts}
+        added = [p for p in other.parts if p.key not in seen]
+        at = _end_of_subtree(self.parts, after) if after is not None else len(self.parts)
         return Conjunction(
-            parts=self.parts + [p for p in other.parts if p.key not in seen],
+            parts=self.parts[:at] + added + self.parts[at:],
             groups=self.groups + other.groups,
             negations=self.negations + other.negations,
             false=self.false or other.false,
@@ -160,6 +167,19 @@ class Conjunction:
     def keyword(self, name: str) -> list[tuple[Location, Any]]:
         """(part, value) for each part that has keyword `name`."""
         return [(p, p.schema[name]) for p in self.parts if name in p.schema]
+
+
+def _end_of_subtree(parts: list[Location], owner: Location) -> int:
+    """The position after the last of `parts` that is `owner` or lies under it; the end
+    when none does."""
+    prefix = owner.pointer + "/"
+    end = len(parts)
+    for i, part in enumerate(parts):
+        if part.document == owner.document and (
+            part.pointer == owner.pointer or part.pointer.startswith(prefix)
+        ):
+            end = i + 1
+    return end
 
 
 def collect(lw: Lowerer, locs: list[Location], *, option: bool = False) -> Conjunction:

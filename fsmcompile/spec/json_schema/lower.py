@@ -282,7 +282,9 @@ class Lowerer:
             return self._intersect_groups(conj)
         group, rest = conj.groups[0], conj.groups[1:]
         base = Conjunction(conj.parts, rest, conj.negations, conj.false)
-        branches = [base.merged(collect(self, o, option=True)) for o in group.options]
+        branches = [
+            base.merged(collect(self, o, option=True), after=group.owner) for o in group.options
+        ]
         if group.kind == "oneOf":
             branches = self._exclusive(group, branches)
         return _union([self.lower_conj(b) for b in branches])
