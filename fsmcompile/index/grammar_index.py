@@ -285,15 +285,11 @@ def _groups(
     listed = in_dense[group_of] < 0
     # Dense rows: the walk's dense groups, then every dense stay pattern once.
     dense_patterns = np.flatnonzero(pattern_sizes >= _DENSE_MIN_TOKENS)
-    allowed = np.zeros((dense.shape[0] + dense_patterns.shape[0], vocab.size), dtype=np.bool_)
+    allowed = np.zeros((dense.shape[0], vocab.size), dtype=np.bool_)
     allowed[in_dense[group_of[~listed]], tokens[~listed]] = True
-    if dense_patterns.shape[0]:  # one scatter for all of them, not one per pattern
-        pattern_rows = dense.shape[0] + np.arange(dense_patterns.shape[0])
-        allowed[
-            np.repeat(pattern_rows, pattern_sizes[dense_patterns]),
-            np.concatenate([stays.patterns[p] for p in dense_patterns.tolist()]),
-        ] = True
-    packed = pack_bool_rows(allowed)
+    packed = np.concatenate(
+        [pack_bool_rows(allowed), stays.packed_rows(dense_patterns.tolist(), vocab.size)]
+    )
     first_row, row_of = unique_rows(packed)
     masks = packed[first_row]
     row_of_pattern = np.full(pattern_sizes.shape[0], -1, dtype=np.int64)

@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fsmcompile.automaton.dfa import ByteDFA
+from fsmcompile.index.bits import bitmask_words, pack_bool_rows
 from fsmcompile.index.grammar_lexer import LexerShapes
 from fsmcompile.index.regions import Region, find_regions, walk_roles
 from fsmcompile.vocabulary import Vocabulary
@@ -49,6 +50,8 @@ class StayGroups:
         origins: the origin bitset of each group (uint64 rows).
         pattern: index into `patterns` per group.
         patterns: token id arrays; groups from equal walks share one.
+        sources: per pattern, the cached walk and slice it was cut from, or None when it
+            gathers several entries' tokens.
     """
 
     seq: list[int] = field(default_factory=list)
@@ -56,6 +59,38 @@ class StayGroups:
     origins: list[npt.NDArray[np.uint64]] = field(default_factory=list)
     pattern: list[int] = field(default_factory=list)
     patterns: list[npt.NDArray[np.int64]] = field(default_factory=list)
+    sources: list[tuple[_RoleView, int, int] | None] = field(default_factory=list)
+
+    def packed_rows(self, chosen: list[int], vocab_size: int) -> npt.NDArray[np.int32]:
+        """int32[len(chosen), W]: the chosen patterns as packed rows.
+
+        A pattern cut from a cached walk keeps its row with the walk: every schema with a
+        free string packs the same ~120k-token interior, which costs milliseconds.
+        """
+        rows: list[npt.NDArray[np.int32] | None] = []
+        fresh: list[int] = []
+        for p in chosen:
+            source = self.sources[p]
+            rows.append(None if source is None else source[0].packed.get(source[1:]))
+            if rows[-1] is None:
+                fresh.append(p)
+        if fresh:  # one scatter for all of them, not one per pattern
+            sizes = [self.patterns[p].shape[0] for p in fresh]
+            allowed = np.zeros((len(fresh), vocab_size), dtype=np.bool_)
+            allowed[
+                np.repeat(np.arange(len(fresh)), sizes),
+                np.concatenate([self.patterns[p] for p in fresh]),
+            ] = True
+            packed = iter(pack_bool_rows(allowed))
+            for i, p in enumerate(chosen):
+                if rows[i] is None:
+                    rows[i] = row = next(packed)
+                    source = self.sources[p]
+                    if source is not None:
+                        source[0].packed[source[1:]] = row
+        if not rows:
+            return np.zeros((0, bitmask_words(vocab_size)), dtype=np.int32)
+        return np.stack(rows)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -71,6 +106,8 @@ class _RoleView:
     exit_node: npt.NDArray[np.int64]
     exit_sink: npt.NDArray[np.int64]
     exit_top: npt.NDArray[np.int64]
+    packed: dict[tuple[int, int], npt.NDArray[np.int32]] = field(default_factory=dict)
+    """Packed rows of the `inside_tokens` slices that became dense groups (StayGroups)."""
 
 
 def positions_of(
@@ -152,13 +189,19 @@ class RegionServer:
         return view
 
     def _stay(
-        self, seq: int, state: int, origins: npt.NDArray[np.uint64], tokens: npt.NDArray[np.int64]
+        self,
+        seq: int,
+        state: int,
+        origins: npt.NDArray[np.uint64],
+        tokens: npt.NDArray[np.int64],
+        source: tuple[_RoleView, int, int] | None = None,
     ) -> None:
         self.stays.seq.append(seq)
         self.stays.state.append(state)
         self.stays.origins.append(origins)
         self.stays.pattern.append(len(self.stays.patterns))
         self.stays.patterns.append(tokens)
+        self.stays.sources.append(source)
 
     def _serve_node(
         self,
@@ -172,8 +215,9 @@ class RegionServer:
         lo, hi = np.searchsorted(view.inside_top, (node, node + 1)).tolist()
         cuts = np.searchsorted(view.inside_end[lo:hi], np.arange(region.states.shape[0] + 1)) + lo
         for role_end in np.flatnonzero(cuts[1:] > cuts[:-1]).tolist():
-            tokens = view.inside_tokens[cuts[role_end] : cuts[role_end + 1]]
-            self._stay(seq, int(region.states[role_end]), origins, tokens)
+            a, b = int(cuts[role_end]), int(cuts[role_end + 1])
+            state = int(region.states[role_end])
+            self._stay(seq, state, origins, view.inside_tokens[a:b], (view, a, b))
         lo, hi = np.searchsorted(view.exit_top, (node, node + 1)).tolist()
         if hi == lo:
             return None

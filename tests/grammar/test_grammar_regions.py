@@ -14,6 +14,7 @@ import numpy.typing as npt
 import pytest
 
 from fsmcompile.compiler import ROOT_RULE, lower_spec
+from fsmcompile.index.bits import unpack_row
 from fsmcompile.index.grammar_exits import exit_sets
 from fsmcompile.index.grammar_index import next_contexts
 from fsmcompile.index.grammar_lexer import build_lexer_automaton, lexer_shapes
@@ -176,3 +177,31 @@ def test_level_merged_walk_keeps_every_exit_set(gpt2: Vocabulary) -> None:
         rows[:, 2] = shape_xset[rows[:, 2]]
         found.append(np.unique(rows, axis=0))
     assert np.array_equal(found[0], found[1])
+
+
+def test_packed_stay_rows_kept_with_the_walk_equal_fresh_packing(gpt2: Vocabulary) -> None:
+    """A stay pattern's packed row, cached with its region walk on the first call and read
+    back on the second, holds exactly the pattern's tokens."""
+    grammar = _schema_grammar(SCHEMAS["free_form"])
+    shapes = lexer_shapes(build_lexer_automaton(grammar, max_states=100_000))
+    server = RegionServer(shapes, gpt2)
+    contexts = next_contexts(grammar.table, len(grammar.terminals))
+    ignored = grammar.ignored.tolist()
+    walk_grammar_tokens(
+        shapes, gpt2.trie, contexts, ignored, SequenceTable(), ConstraintTable(), regions=server
+    )
+    stays = server.stays
+    chosen = [p for p, pattern in enumerate(stays.patterns) if pattern.shape[0] >= 256]
+    sources = [stays.sources[p] for p in chosen]
+    assert any(sources), "a big pattern should be a slice of a cached walk"
+    for source in sources:
+        if source is not None:
+            source[0].packed.clear()
+    first = stays.packed_rows(chosen, gpt2.size)
+    assert all(s[1:] in s[0].packed for s in sources if s is not None)
+    second = stays.packed_rows(chosen, gpt2.size)
+    for p, row, again in zip(chosen, first, second, strict=True):
+        expected = np.zeros(gpt2.size, dtype=np.bool_)
+        expected[stays.patterns[p]] = True
+        assert np.array_equal(unpack_row(row, gpt2.size), expected)
+        assert np.array_equal(again, row)
