@@ -218,6 +218,6 @@ def origin_token_masks(
     width = bitmask_words(vocab_size) * 32
     sig_of_id = np.full(width, sig_first.shape[0], dtype=np.int64)
     sig_of_id[trie.token_ids] = token_sig
-    allowed = rep_bits[:, sig_of_id]  # uint8[M, 32W]
+    allowed = np.take(rep_bits, sig_of_id, axis=1)  # uint8[M, 32W], rows contiguous
     packed = np.packbits(allowed, axis=1, bitorder="little")
     return np.ascontiguousarray(packed).view("<i4").astype(np.int32, copy=False), mask_of_origin

@@ -107,6 +107,19 @@ class TokenTrie:
             self._derived["first_bytes"] = first
         return first
 
+    def first_byte_by_id(self, size: int) -> npt.NDArray[np.int64]:
+        """int64[size]: the first byte of token id i, 256 for an id outside the trie (no
+        text), so a bool[257] table indexed by it reads a per-byte property of every id
+        in one gather (computed once per size, read-only)."""
+        key = f"first_byte_by_id/{size}"
+        table = self._derived.get(key)
+        if table is None:
+            table = np.full(size, 256, dtype=np.int64)
+            table[self.token_ids] = self.token_first_bytes()
+            table.flags.writeable = False
+            self._derived[key] = table
+        return table
+
     @property
     def num_nodes(self) -> int:
         return int(self.node_byte.shape[0])

@@ -118,3 +118,13 @@ def test_vocabulary_damaged_gzip_is_a_clear_error(tmp_path: Path) -> None:
     path.write_bytes((DATA / "gpt2" / "tokenizer.json.gz").read_bytes()[:1000])
     with pytest.raises(VocabularyError, match="damaged gzip"):
         Vocabulary.load(path)
+
+
+def test_first_byte_by_id_reads_each_text_tokens_bytes(phi3: Vocabulary) -> None:
+    # Phi-3 has special and byte-fallback ids, so some ids are outside the trie.
+    table = phi3.trie.first_byte_by_id(phi3.size)
+    text = set(phi3.text_token_ids.tolist())
+    assert table.shape == (phi3.size,) and len(text) < phi3.size
+    for token in range(phi3.size):
+        expected = phi3.token_bytes[token][0] if token in text else 256
+        assert table[token] == expected, token
