@@ -223,23 +223,100 @@ def _moore_minimize(
 ) -> npt.NDArray[np.int64]:
     """Block id of each state: states with equal outputs along every path share a block.
 
-    Blocks are numbered by their first state, so the result does not depend on how the
-    rows were ordered while refining."""
+    Each round splits blocks by (block, block of each move's target). There are as many
+    rounds as the longest string telling two states apart (a hundred for a long literal),
+    so a round reads the moves as an edge list (most states have a few of the C columns)
+    and hashes them (`_MooreRound`). Blocks are numbered by their first state, so the
+    result does not depend on the rounds."""
     _, block = np.unique(output, return_inverse=True)
     block = block.reshape(-1).astype(np.int64)
+    count = int(block.max(initial=-1)) + 1
+    rounds = _MooreRound(trans)
     while True:
         if deadline is not None and time.monotonic() > deadline:
             raise BudgetExceededError(
                 "compile timed out while minimizing the lexer", limit="timeout_s", value=0.0
             )
-        nxt = np.where(trans >= 0, block[np.maximum(trans, 0)], -1)
-        sig = np.concatenate([block[:, None], nxt], axis=1)
-        first, new_block = unique_rows(sig.astype(np.int32))
-        if first.shape[0] == int(block.max(initial=-1)) + 1:
-            rank = np.empty(first.shape[0], dtype=np.int64)
-            rank[np.argsort(first, kind="stable")] = np.arange(first.shape[0])
-            return rank[new_block]
-        block = new_block
+        new_block, new_count = rounds.split(block)
+        if new_count == count:  # rounds only refine, so an equal count is the fixpoint
+            break
+        block, count = new_block, new_count
+    _, first = np.unique(block, return_index=True)
+    rank = np.empty(first.shape[0], dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(first.shape[0])
+    return rank[block]
+
+
+class _MooreRound:
+    """One refinement round over a transition table's moves, as an edge list."""
+
+    def __init__(self, trans: npt.NDArray[np.int32]) -> None:
+        self.trans = trans
+        self.source, self.column = np.nonzero(trans >= 0)  # sorted by source
+        self.target = trans[self.source, self.column].astype(np.int64)
+        rng = np.random.default_rng(0x5EED)
+        weights = rng.integers(1, 2**63, size=trans.shape[1] + 2, dtype=np.uint64) | np.uint64(1)
+        self.edge_weight = weights[self.column]
+        self.own_weight, self.mix = weights[-2], weights[-1]
+        # Edges of state s are source[ends[s]:ends[s + 1]].
+        self.ends = np.searchsorted(self.source, np.arange(trans.shape[0] + 1))
+        self.degree = np.diff(self.ends)
+
+    def split(self, block: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], int]:
+        """(class of each state, number of classes) by (block, blocks of the targets)."""
+        term = (block[self.target] + 1).astype(np.uint64) * self.edge_weight
+        term ^= term >> np.uint64(29)
+        term *= self.mix
+        summed = np.concatenate([np.zeros(1, dtype=np.uint64), np.cumsum(term, dtype=np.uint64)])
+        hashed = summed[self.ends[1:]] - summed[self.ends[:-1]]
+        hashed += (block + 1).astype(np.uint64) * self.own_weight
+        values, cls = np.unique(hashed, return_inverse=True)
+        cls = cls.reshape(-1).astype(np.int64)
+        if self._same_as_a_member(block, cls, values.shape[0]):
+            return cls, int(values.shape[0])
+        # A hash collision: sort the full signature rows instead.
+        nxt = np.where(self.trans >= 0, block[np.maximum(self.trans, 0)], -1)
+        first, cls = unique_rows(np.concatenate([block[:, None], nxt], axis=1).astype(np.int32))
+        return cls.astype(np.int64), int(first.shape[0])
+
+    def _same_as_a_member(
+        self, block: npt.NDArray[np.int64], cls: npt.NDArray[np.int64], count: int
+    ) -> bool:
+        """Whether every state has the signature of one chosen member of its class: the
+        same block and degree, and each move's column leads the member to the same block."""
+        member = np.empty(count, dtype=np.int64)
+        member[cls] = np.arange(cls.shape[0])
+        mine = member[cls]
+        if not (
+            np.array_equal(block, block[mine]) and np.array_equal(self.degree, self.degree[mine])
+        ):
+            return False
+        theirs = self.trans[mine[self.source], self.column]
+        return bool((theirs >= 0).all() and np.array_equal(block[theirs], block[self.target]))
+
+
+def _co_reachable(
+    trans: npt.NDArray[np.int32], seeds: npt.NDArray[np.bool_]
+) -> npt.NDArray[np.bool_]:
+    """bool[L]: the states from which some seed state can be reached (seeds included),
+    by a search backwards along the moves, each move read once."""
+    source, _ = np.nonzero(trans >= 0)
+    target = trans[trans >= 0]
+    order = np.argsort(target, kind="stable")
+    preds = source[order]
+    bounds = np.searchsorted(target[order], np.arange(trans.shape[0] + 1))
+    reached = seeds.copy()
+    frontier = np.flatnonzero(seeds)
+    while frontier.shape[0]:
+        lo, hi = bounds[frontier], bounds[frontier + 1]
+        sizes = hi - lo
+        # Positions lo..hi-1 of every frontier state, concatenated.
+        at = np.repeat(lo - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))
+        found = preds[at]
+        found = found[~reached[found]]
+        reached[found] = True
+        frontier = np.unique(found)
+    return reached
 
 
 class _SharedCountedState(Exception):
@@ -549,11 +626,7 @@ def _finish(
     equal counting: bound and counted moves are part of a state's output)."""
     live = label >= 0
     live[starts] = True  # a context's start stays even when no lexeme can begin there
-    while True:
-        reach = live | (np.where(trans >= 0, live[np.maximum(trans, 0)], False).any(axis=1))
-        if np.array_equal(reach, live):
-            break
-        live = reach
+    live = _co_reachable(trans, live)
     trans = np.where((trans >= 0) & live[np.maximum(trans, 0)], trans, -1).astype(np.int32)
     bound, char_start = counting
     output = (label.astype(np.int64) + 1) * 65536 + (restart.astype(np.int64) + 1)

@@ -11,12 +11,14 @@ from __future__ import annotations
 import random
 import re
 
+import numpy as np
 import pytest
 from grammar_checks import bundled_text
 from grammar_corpus import TRICKY
 from lark import Lark
 from lark.lexer import TextSlice, Token
 
+import fsmcompile.index.grammar_lexer as gl
 from fsmcompile.index.grammar_lexer import build_lexer_automaton, lexer_shapes
 from fsmcompile.spec.lark import load_lark_grammar
 from fsmcompile.spec.lark.terminals import equivalent_pattern
@@ -132,3 +134,56 @@ def test_grammar_lexer_shapes_merge_ignored_states_across_contexts():
     comment = [t.name for t in grammar.terminals].index("COMMENT")
     tagged = lexer.label == comment
     assert len(set(shapes.of_state[tagged].tolist())) == 1 < int(tagged.sum())
+
+
+def _reference_blocks(trans: np.ndarray, output: np.ndarray) -> list[int]:
+    """Moore's refinement by sorting whole signature rows, blocks by first state."""
+    block = np.unique(output, return_inverse=True)[1].reshape(-1)
+    while True:
+        nxt = np.where(trans >= 0, block[np.maximum(trans, 0)], -1)
+        sig = np.concatenate([block[:, None], nxt], axis=1)
+        _, first, new = np.unique(sig, axis=0, return_index=True, return_inverse=True)
+        new = new.reshape(-1)
+        if first.shape[0] == len(set(block.tolist())):
+            break
+        block = new
+    ids: dict[int, int] = {}
+    return [ids.setdefault(int(b), len(ids)) for b in block]
+
+
+@pytest.mark.parametrize("collide", [False, True])
+@pytest.mark.parametrize("seed", range(12))
+def test_moore_minimize_matches_a_sorting_reference(seed: int, collide: bool, monkeypatch) -> None:
+    """Hashed rounds give the same partition as sorting whole rows, also when every hash
+    collides (all weights 0), which the exact member check must catch."""
+    rng = np.random.default_rng(seed)
+    states, classes = int(rng.integers(1, 60)), int(rng.integers(1, 6))
+    trans = rng.integers(-1, states, size=(states, classes)).astype(np.int32)
+    trans[rng.random(trans.shape) < 0.4] = -1
+    output = rng.integers(0, 3, size=states).astype(np.int64)
+    if collide:
+        original = gl._MooreRound.__init__
+
+        def zero_weights(self, table):
+            original(self, table)
+            self.edge_weight = np.zeros_like(self.edge_weight)
+            self.own_weight = np.uint64(0)
+
+        monkeypatch.setattr(gl._MooreRound, "__init__", zero_weights)
+    assert gl._moore_minimize(trans, output).tolist() == _reference_blocks(trans, output)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_co_reachable_matches_a_fixpoint(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    states, classes = int(rng.integers(1, 80)), int(rng.integers(1, 5))
+    trans = rng.integers(-1, states, size=(states, classes)).astype(np.int32)
+    trans[rng.random(trans.shape) < 0.6] = -1
+    seeds = rng.random(states) < 0.1
+    live = seeds.copy()
+    while True:
+        reach = live | np.where(trans >= 0, live[np.maximum(trans, 0)], False).any(axis=1)
+        if np.array_equal(reach, live):
+            break
+        live = reach
+    assert np.array_equal(gl._co_reachable(trans, seeds), live)
