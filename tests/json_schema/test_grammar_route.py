@@ -199,3 +199,22 @@ def test_branches_sharing_a_free_form_member_stay_a_grammar(vocab: Vocabulary) -
     for value in ({"a": deep}, {"a": deep, "b": 2}, {"a": {}, "b": "2"}, {"b": 2}):
         text = compact(value)
         assert allowed_all_the_way(index, vocab, text)[0] is validator.is_valid(value), text
+
+
+def test_grammar_build_past_its_deadline_is_a_budget_error(monkeypatch) -> None:
+    """The LALR builds (seconds each for big generated grammars) honour the deadline:
+    the clock the grammar builder reads is moved past it once the terminals are built."""
+    import time
+    from types import SimpleNamespace
+
+    from fsmcompile.compiler import ROOT_RULE, lower_spec
+    from fsmcompile.errors import BudgetExceededError
+    from fsmcompile.spec.lark import from_rules
+
+    node, rules = lower_spec("json", TREE, {})
+    rules = {ROOT_RULE: node, **rules}
+    deadline = time.monotonic() + 60
+    from_rules.grammar_from_rules(rules, ROOT_RULE, deadline=deadline)  # builds in time
+    monkeypatch.setattr(from_rules, "time", SimpleNamespace(monotonic=lambda: deadline + 1))
+    with pytest.raises(BudgetExceededError, match="LALR table"):
+        from_rules.grammar_from_rules(rules, ROOT_RULE, deadline=deadline)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -37,7 +38,12 @@ from fsmcompile.automaton.ir import (
     counted_item,
     uncounted,
 )
-from fsmcompile.errors import GrammarError, SpecError, UnsupportedFeatureError
+from fsmcompile.errors import (
+    BudgetExceededError,
+    GrammarError,
+    SpecError,
+    UnsupportedFeatureError,
+)
 from fsmcompile.memo import StageMemo
 from fsmcompile.spec.lark.grammar import LarkGrammar
 
@@ -352,13 +358,22 @@ def grammar_from_rules(
     Raises:
         UnsupportedFeatureError: two terminals of one lexer context overlap, an LALR
             conflict, or an intersection over a ref (see the module docstring).
-        BudgetExceededError: a terminal's automaton passes `max_states` or `deadline`.
+        BudgetExceededError: a terminal's automaton passes `max_states`, or `deadline`
+            passes (checked between LALR builds too).
     """
     from fsmcompile.spec.lark.loading import load_lark_grammar
 
     writer = _Writer(rules, max_states, deadline)
     text = writer.text(start)
     for _ in range(_MERGE_ROUNDS):
+        # Each round is a whole LALR build (seconds for a thousand rules): the deadline
+        # is checked between them, as lark cannot be stopped inside one.
+        if deadline is not None and time.monotonic() > deadline:
+            raise BudgetExceededError(
+                "compile timed out while building the grammar's LALR table",
+                limit="timeout_s",
+                value=0.0,
+            )
         try:
             grammar = load_lark_grammar(text, {"start": START}, generated=writer.generated)
             break
