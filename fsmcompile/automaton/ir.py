@@ -9,7 +9,6 @@ UTF-8 byte sequences. Nodes are immutable and hashable so builders can memoize t
 from __future__ import annotations
 
 import hashlib
-import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -149,33 +148,19 @@ def nodes(root: Node) -> Iterator[Node]:
         stack.extend(children(node))
 
 
-_KEPT_DIGESTS = 1 << 16
-_kept_digests: dict[int, tuple[Node, bytes]] = {}
-_kept_lock = threading.Lock()
-"""Digests of recently hashed nodes by identity, each node held so its id stays its own:
-generated grammars hash nested terminals that share sub-trees, and the same any-JSON
-pieces in every schema. Oldest first out."""
-
-
 def content_key(root: Node) -> bytes:
     """A 16-byte digest of the language tree's content, equal for equal trees.
 
     Each distinct node (by identity) is hashed once from its children's digests, so a
-    shared DAG costs its size, not the size of its expansion as `hash(node)` would; nodes
-    hashed by earlier calls are read back (`_kept_digests`).
+    shared DAG costs its size, not the size of its expansion as `hash(node)` would.
     """
     digests: dict[int, bytes] = {}
-    fresh: list[Node] = []
     stack: list[tuple[Node, bool]] = [(root, False)]
     while stack:
         node, ready = stack.pop()
         if id(node) in digests:
             continue
         if not ready:
-            kept = _kept_digests.get(id(node))
-            if kept is not None and kept[0] is node:
-                digests[id(node)] = kept[1]
-                continue
             stack.append((node, True))
             stack.extend((c, False) for c in children(node) if id(c) not in digests)
             continue
@@ -189,12 +174,6 @@ def content_key(root: Node) -> bytes:
         for child in children(node):
             h.update(digests[id(child)])
         digests[id(node)] = h.digest()
-        fresh.append(node)
-    with _kept_lock:
-        for node in fresh:
-            if len(_kept_digests) >= _KEPT_DIGESTS:
-                _kept_digests.pop(next(iter(_kept_digests)))
-            _kept_digests[id(node)] = (node, digests[id(node)])
     return digests[id(root)]
 
 

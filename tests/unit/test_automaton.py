@@ -452,22 +452,6 @@ def test_content_key_is_equal_for_equal_trees_only() -> None:
     assert content_key(Ref("a")) != content_key(Ref("b"))
 
 
-def test_content_key_reads_earlier_digests_back_unchanged() -> None:
-    """A tree holding sub-trees hashed by an earlier call gets the digest of a fresh,
-    equal tree: the kept digests are the ones a full hash computes."""
-    from fsmcompile.automaton import ir
-
-    inner = parse_regex("(c|d)*e{2,3}")
-    content_key(inner)
-    assert id(inner) in ir._kept_digests
-    outer = Concat((literal("ab"), inner, inner))
-    fresh = Concat((literal("ab"), parse_regex("(c|d)*e{2,3}"), parse_regex("(c|d)*e{2,3}")))
-    assert content_key(outer) == content_key(fresh)
-    ir._kept_digests.clear()
-    assert content_key(outer) == content_key(fresh)
-    assert content_key(Concat((literal("ab"), inner))) != content_key(outer)
-
-
 def test_content_key_of_a_shared_dag_costs_its_size() -> None:
     """60 levels of a node used twice would be 2**60 nodes written out as a tree."""
     node: Node = literal("x")
