@@ -300,19 +300,16 @@ def _co_reachable(
 ) -> npt.NDArray[np.bool_]:
     """bool[L]: the states from which some seed state can be reached (seeds included),
     by a search backwards along the moves, each move read once."""
+    from fsmcompile.index.grammar_regions import positions_of  # it imports this module
+
     source, _ = np.nonzero(trans >= 0)
-    target = trans[trans >= 0]
+    target = trans[trans >= 0].astype(np.int64)
     order = np.argsort(target, kind="stable")
-    preds = source[order]
-    bounds = np.searchsorted(target[order], np.arange(trans.shape[0] + 1))
+    preds, by_target = source[order], target[order]
     reached = seeds.copy()
     frontier = np.flatnonzero(seeds)
     while frontier.shape[0]:
-        lo, hi = bounds[frontier], bounds[frontier + 1]
-        sizes = hi - lo
-        # Positions lo..hi-1 of every frontier state, concatenated.
-        at = np.repeat(lo - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))
-        found = preds[at]
+        found = preds[positions_of(by_target, frontier)[0]]
         found = found[~reached[found]]
         reached[found] = True
         frontier = np.unique(found)

@@ -67,13 +67,9 @@ class StayGroups:
         A pattern cut from a cached walk keeps its row with the walk: every schema with a
         free string packs the same ~120k-token interior, which costs milliseconds.
         """
-        rows: list[npt.NDArray[np.int32] | None] = []
-        fresh: list[int] = []
-        for p in chosen:
-            source = self.sources[p]
-            rows.append(None if source is None else source[0].packed.get(source[1:]))
-            if rows[-1] is None:
-                fresh.append(p)
+        kept = [_kept_row(self.sources[p]) for p in chosen]
+        fresh = [p for p, row in zip(chosen, kept, strict=True) if row is None]
+        made: dict[int, npt.NDArray[np.int32]] = {}
         if fresh:  # one scatter for all of them, not one per pattern
             sizes = [self.patterns[p].shape[0] for p in fresh]
             allowed = np.zeros((len(fresh), vocab_size), dtype=np.bool_)
@@ -81,16 +77,18 @@ class StayGroups:
                 np.repeat(np.arange(len(fresh)), sizes),
                 np.concatenate([self.patterns[p] for p in fresh]),
             ] = True
-            packed = iter(pack_bool_rows(allowed))
-            for i, p in enumerate(chosen):
-                if rows[i] is None:
-                    rows[i] = row = next(packed)
-                    source = self.sources[p]
-                    if source is not None:
-                        source[0].packed[source[1:]] = row
-        if not rows:
-            return np.zeros((0, bitmask_words(vocab_size)), dtype=np.int32)
-        return np.stack(rows)  # type: ignore[arg-type]
+            made = dict(zip(fresh, pack_bool_rows(allowed), strict=True))
+            for p, row in made.items():
+                source = self.sources[p]
+                if source is not None:
+                    source[0].packed[source[1:]] = row
+        rows = [made[p] if row is None else row for p, row in zip(chosen, kept, strict=True)]
+        return np.stack(rows) if rows else np.zeros((0, bitmask_words(vocab_size)), np.int32)
+
+
+def _kept_row(source: tuple[_RoleView, int, int] | None) -> npt.NDArray[np.int32] | None:
+    """The packed row a cached walk keeps for this slice, if any."""
+    return None if source is None else source[0].packed.get(source[1:])
 
 
 @dataclass(frozen=True, slots=True, eq=False)
