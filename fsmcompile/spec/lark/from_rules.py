@@ -18,11 +18,13 @@ but for those between copies of one rule, which are merged (`_merge_twins`).
 from __future__ import annotations
 
 import logging
+import math
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -115,6 +117,7 @@ class _Writer:
         self.instances: dict[tuple[str, frozenset[str]], str] = {}
         self.pending: list[tuple[str, str, frozenset[str]]] = []
         self.helpers = 0
+        self._helper_names: dict[tuple[str, frozenset[str]], str] = {}
 
     # -- IR → trees ----------------------------------------------------------------
 
@@ -301,28 +304,56 @@ class _Writer:
         return name
 
     def emit(self, tree: _Tree, follow: frozenset[str], lines: list[str]) -> str:
+        """The lark text of `tree` where `follow` can come after it."""
+        return self._emit(tree, follow, lines)[0]
+
+    def _emit(self, tree: _Tree, follow: frozenset[str], lines: list[str]) -> tuple[str, int]:
+        """(lark text, how many plain alternatives lark expands it into).
+
+        lark multiplies out the inline groups of a sequence (`a (b | c) d?` is four
+        alternatives), so a sequence of many optional members would grow exponentially
+        in lark's grammar loading, in time and memory, where no deadline can stop it.
+        Past `_MAX_EXPANSIONS` the largest groups move into helper rules of their own.
+        """
         if isinstance(tree, _Sym):
-            return tree.name if tree.terminal else self.instance(tree.name, follow)
+            return (tree.name if tree.terminal else self.instance(tree.name, follow)), 1
         if isinstance(tree, _Seq):
-            parts: list[str] = []
+            parts: list[list[Any]] = []
             after = follow
             for item in reversed(tree.items):
-                parts.append(self.emit(item, after, lines))
+                parts.append([*self._emit(item, after, lines), after])
                 f, n = self.first_of(item)
                 after = f | after if n else f
-            return " ".join(reversed(parts))
+            parts.reverse()
+            while math.prod(count for _, count, _ in parts) > _MAX_EXPANSIONS:
+                widest = max(parts, key=lambda part: part[1])
+                widest[0], widest[1] = self._helper(widest[0], widest[2], lines), 1
+            while len(parts) > _MAX_SEQUENCE:
+                # lark's FOLLOW sets cost the cube of a rule's length per round: the end of
+                # a long sequence (an object of many members) goes on in a helper rule.
+                tail = " ".join(text for text, _, _ in parts[-_MAX_SEQUENCE:])
+                parts[-_MAX_SEQUENCE:] = [[self._helper(tail, follow, lines), 1, follow]]
+            return " ".join(text for text, _, _ in parts), math.prod(c for _, c, _ in parts)
         if isinstance(tree, _Choice):
-            options = [self.emit(item, follow, lines) for item in tree.items]
-            body = " | ".join(options)
+            options = [self._emit(item, follow, lines) for item in tree.items]
+            body = " | ".join(text for text, _ in options)
+            count = sum(c for _, c in options)
             if tree.nullable:
-                return f"({body})?"
-            return body if len(options) == 1 else f"({body})"
+                return f"({body})?", count + 1
+            return (body if len(options) == 1 else f"({body})"), count
         first, _ = self.first_of(tree.item)
-        unit = f"({self.emit(tree.item, first | follow, lines)})"
+        text, count = self._emit(tree.item, first | follow, lines)
+        spare = None if tree.max is None else tree.max - tree.min
+        # Inline copies multiply: the required ones, and an optional last one (`unit?`).
+        copies = max(tree.min - 1, 0) if spare is None else tree.min + (spare == 1)
+        if count**copies * (1 if spare is None or spare < 2 else 2) > _MAX_EXPANSIONS:
+            text, count = self._helper(text, first | follow, lines), 1
+        unit = f"({text})"
         required = [unit] * tree.min
-        if tree.max is None:
-            return f"{unit}*" if tree.min == 0 else " ".join([*required[:-1], f"{unit}+"])
-        spare = tree.max - tree.min
+        if spare is None:
+            if tree.min == 0:
+                return f"{unit}*", 2  # lark writes `x*` as an optional repeat rule
+            return " ".join([*required[:-1], f"{unit}+"]), count ** (tree.min - 1)
         if spare == 1:
             required.append(f"{unit}?")
         elif spare > 1:
@@ -334,7 +365,18 @@ class _Writer:
                 tail = f" _x{base + k - 1}?" if k > 1 else ""
                 lines.append(f"_x{base + k}: {unit}{tail}")
             required.append(f"_x{base + spare}?")
-        return " ".join(required)
+        optional = count + 1 if spare == 1 else 2 if spare else 1
+        return " ".join(required), count**tree.min * optional
+
+    def _helper(self, text: str, follow: frozenset[str], lines: list[str]) -> str:
+        """A rule of its own for `text` (one per text and follow set, so the lexer context
+        after it stays that of its place)."""
+        key = (text, follow)
+        name = self._helper_names.get(key)
+        if name is None:
+            name = self._helper_names[key] = f"_h{len(self._helper_names)}"
+            lines.append(f"{name}: {text}")
+        return name
 
     def text(self, start: str) -> str:
         lines: list[str] = []
@@ -401,6 +443,10 @@ def grammar_from_rules(
     return grammar
 
 
+_MAX_EXPANSIONS = 64
+"""Plain alternatives lark may expand one sequence into before groups become helpers."""
+_MAX_SEQUENCE = 16
+"""Symbols of one generated sequence before its end moves into a helper rule."""
 _MERGE_ROUNDS = 8
 """Rounds of `_merge_twins` before a grammar's LALR collisions count as real."""
 _COLLISION = re.compile(
