@@ -50,8 +50,8 @@ _PACK_MIN_TOKENS = 256
 """From this many listed tokens a union sets them through a bool row and `np.packbits`
 (7-10 µs whatever the count) rather than `set_bits` (4 µs plus 1 µs per 100 tokens)."""
 
-_SLICED_GROUPS = 16
-"""Up to this many listed groups a union joins their slices; from there one gather."""
+_FEW_GROUPS = 16
+"""Up to this many groups a union reads them through list lookups; from there, gathers."""
 
 _NO_TOKENS = np.zeros(0, dtype=np.int64)
 
@@ -128,6 +128,7 @@ class GrammarTables:
         self._run_start: list[int] = runs.start.tolist()
         self._run_groups = runs.groups
         self._group_dense = index.group_dense
+        self._group_dense_list: list[int] = index.group_dense.tolist()
         self._group_token_start = index.group_token_start.astype(np.int64)
         self._group_starts: list[int] = self._group_token_start.tolist()
         self._group_tokens = index.group_tokens.astype(np.int64)
@@ -360,16 +361,43 @@ class GrammarTables:
         row = self._unions.get(runs)
         if row is None:
             start, groups = self._run_start, self._run_groups
-            chosen = _joined([groups[start[r] : start[r + 1]] for r in runs])
-            row = self._unions[runs] = self._groups_row(chosen)
+            if sum(start[r + 1] - start[r] for r in runs) <= _FEW_GROUPS:
+                chosen = [g for r in runs for g in groups[start[r] : start[r + 1]].tolist()]
+                dense, tokens = self._split_few(chosen)
+            else:
+                dense, tokens = self._split_many(
+                    _joined([groups[start[r] : start[r + 1]] for r in runs])
+                )
+            row = self._unions[runs] = self._groups_row(dense, tokens)
         return row
 
-    def _groups_row(self, chosen: npt.NDArray[np.int32]) -> npt.NDArray[np.int32]:
-        """int32[W]: the OR of some groups' dense rows and token lists, read-only."""
-        dense_of = self._group_dense[chosen]
+    def _split_few(self, groups: list[int]) -> tuple[tuple[int, ...], npt.NDArray[np.int64]]:
+        """(dense rows, listed tokens) of a few groups, through list lookups: most rows join
+        one to four small groups, where numpy's per-call cost would dominate."""
+        dense_of, starts, tokens = self._group_dense_list, self._group_starts, self._group_tokens
+        dense = tuple(sorted({dense_of[g] for g in groups if dense_of[g] >= 0}))
+        listed = [tokens[starts[g] : starts[g + 1]] for g in groups if dense_of[g] < 0]
+        return dense, _joined(listed)
+
+    def _split_many(
+        self, groups: npt.NDArray[np.int32]
+    ) -> tuple[tuple[int, ...], npt.NDArray[np.int64]]:
+        """(dense rows, listed tokens) of many groups, in a few numpy gathers."""
+        dense_of = self._group_dense[groups]
         is_dense = dense_of >= 0
-        dense = tuple(sorted(set(dense_of[is_dense].tolist())))
-        tokens = self._listed_tokens(chosen[~is_dense])
+        listed = groups[~is_dense]
+        lo = self._group_token_start[listed]
+        sizes = self._group_token_start[listed + 1] - lo
+        # Position k of group i reads group_tokens[lo[i] + k]: repeat each group's offset
+        # from its place in the output, then add the output positions.
+        offsets = np.repeat(lo - (np.cumsum(sizes) - sizes), sizes)
+        tokens = self._group_tokens[offsets + np.arange(offsets.shape[0])]
+        return tuple(sorted(set(dense_of[is_dense].tolist()))), tokens
+
+    def _groups_row(
+        self, dense: tuple[int, ...], tokens: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.int32]:
+        """int32[W]: the OR of some dense rows and token lists, read-only."""
         if not tokens.size:
             return self._dense_row(dense)
         if dense:
@@ -379,19 +407,6 @@ class GrammarTables:
         self._set_tokens(row, tokens)
         row.setflags(write=False)
         return row
-
-    def _listed_tokens(self, groups: npt.NDArray[np.int32]) -> npt.NDArray[np.int64]:
-        """The token lists of some listed groups, concatenated: slices for a few groups,
-        one gather for many."""
-        if groups.size <= _SLICED_GROUPS:
-            tokens, starts = self._group_tokens, self._group_starts
-            return _joined([tokens[starts[g] : starts[g + 1]] for g in groups.tolist()])
-        lo = self._group_token_start[groups]
-        sizes = self._group_token_start[groups + 1] - lo
-        # Position k of group i reads group_tokens[lo[i] + k]: repeat each group's offset
-        # from its place in the output, then add the output positions.
-        offsets = np.repeat(lo - (np.cumsum(sizes) - sizes), sizes)
-        return self._group_tokens[offsets + np.arange(offsets.shape[0])]
 
     def _dense_row(self, dense: tuple[int, ...]) -> npt.NDArray[np.int32]:
         """int32[W]: the OR of some rows of `masks`, read-only: one row is a view of it,
