@@ -24,7 +24,6 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
 
 import numpy as np
 
@@ -83,6 +82,18 @@ class _Rep:
 
 
 _Tree = _Sym | _Seq | _Choice | _Rep
+
+
+@dataclass(slots=True)
+class _Part:
+    """One item of a sequence being written: its text, how many alternatives lark expands
+    it into, and what can follow it."""
+
+    text: str
+    count: int
+    follow: frozenset[str]
+
+
 _EMPTY = _Seq(())
 
 
@@ -318,22 +329,22 @@ class _Writer:
         if isinstance(tree, _Sym):
             return (tree.name if tree.terminal else self.instance(tree.name, follow)), 1
         if isinstance(tree, _Seq):
-            parts: list[list[Any]] = []
+            parts: list[_Part] = []
             after = follow
             for item in reversed(tree.items):
-                parts.append([*self._emit(item, after, lines), after])
+                parts.append(_Part(*self._emit(item, after, lines), after))
                 f, n = self.first_of(item)
                 after = f | after if n else f
             parts.reverse()
-            while math.prod(count for _, count, _ in parts) > _MAX_EXPANSIONS:
-                widest = max(parts, key=lambda part: part[1])
-                widest[0], widest[1] = self._helper(widest[0], widest[2], lines), 1
+            while math.prod(part.count for part in parts) > _MAX_EXPANSIONS:
+                widest = max(parts, key=lambda part: part.count)
+                widest.text, widest.count = self._helper(widest.text, widest.follow, lines), 1
             while len(parts) > _MAX_SEQUENCE:
                 # lark's FOLLOW sets cost the cube of a rule's length per round: the end of
                 # a long sequence (an object of many members) goes on in a helper rule.
-                tail = " ".join(text for text, _, _ in parts[-_MAX_SEQUENCE:])
-                parts[-_MAX_SEQUENCE:] = [[self._helper(tail, follow, lines), 1, follow]]
-            return " ".join(text for text, _, _ in parts), math.prod(c for _, c, _ in parts)
+                tail = " ".join(part.text for part in parts[-_MAX_SEQUENCE:])
+                parts[-_MAX_SEQUENCE:] = [_Part(self._helper(tail, follow, lines), 1, follow)]
+            return " ".join(part.text for part in parts), math.prod(part.count for part in parts)
         if isinstance(tree, _Choice):
             options = [self._emit(item, follow, lines) for item in tree.items]
             body = " | ".join(text for text, _ in options)
