@@ -30,7 +30,7 @@ from fsmcompile.index.grammar_lexer import (
     build_lexer_automaton,
     lexer_shapes,
 )
-from fsmcompile.index.grammar_regions import RegionServer, StayGroups, positions_of
+from fsmcompile.index.grammar_regions import RegionServer, StayGroups
 from fsmcompile.index.grammar_walk import (
     ConstraintTable,
     SequenceTable,
@@ -38,6 +38,7 @@ from fsmcompile.index.grammar_walk import (
     walk_grammar_tokens,
     walk_levels,
 )
+from fsmcompile.index.sorted_keys import positions_of
 from fsmcompile.index.wide_rows import unique_wide_rows
 from fsmcompile.spec.lark.grammar import LarkGrammar, ParseTable
 from fsmcompile.vocabulary import Vocabulary

@@ -39,6 +39,7 @@ from fsmcompile.automaton.ir import (
 )
 from fsmcompile.automaton.utf8 import utf8_sequences
 from fsmcompile.errors import BudgetExceededError, UnsupportedFeatureError
+from fsmcompile.index.sorted_keys import positions_of
 from fsmcompile.spec.lark.grammar import LarkGrammar
 
 _BYTE, _SPLIT, _MATCH = 0, 1, 2
@@ -300,8 +301,6 @@ def _co_reachable(
 ) -> npt.NDArray[np.bool_]:
     """bool[L]: the states from which some seed state can be reached (seeds included),
     by a search backwards along the moves, each move read once."""
-    from fsmcompile.index.grammar_regions import positions_of  # it imports this module
-
     source, _ = np.nonzero(trans >= 0)
     target = trans[trans >= 0].astype(np.int64)
     order = np.argsort(target, kind="stable")

@@ -22,6 +22,7 @@ from fsmcompile.automaton.dfa import ByteDFA
 from fsmcompile.index.bits import bitmask_words, pack_bool_rows
 from fsmcompile.index.grammar_lexer import LexerShapes
 from fsmcompile.index.regions import Region, find_regions, walk_roles
+from fsmcompile.index.sorted_keys import positions_of
 from fsmcompile.vocabulary import Vocabulary
 
 # Entries deeper than this are walked: their subtrees are small, and each served depth
@@ -106,18 +107,6 @@ class _RoleView:
     exit_top: npt.NDArray[np.int64]
     packed: dict[tuple[int, int], npt.NDArray[np.int32]] = field(default_factory=dict)
     """Packed rows of the `inside_tokens` slices that became dense groups (StayGroups)."""
-
-
-def positions_of(
-    top: npt.NDArray[np.int64], nodes: npt.NDArray[np.int64]
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Positions in sorted `top` that hold one of `nodes`, with the index of that node
-    (a run of equal keys per node, nodes in the given order)."""
-    lo = np.searchsorted(top, nodes, side="left")
-    counts = np.searchsorted(top, nodes, side="right") - lo
-    owner = np.repeat(np.arange(nodes.shape[0]), counts)
-    at = np.arange(owner.shape[0]) - np.repeat(np.cumsum(counts) - counts, counts) + lo[owner]
-    return at.astype(np.int64), owner
 
 
 class RegionServer:

@@ -355,16 +355,13 @@ class _Writer:
         first, _ = self.first_of(tree.item)
         text, count = self._emit(tree.item, first | follow, lines)
         spare = None if tree.max is None else tree.max - tree.min
-        # Inline copies multiply: the required ones, and an optional last one (`unit?`).
-        copies = max(tree.min - 1, 0) if spare is None else tree.min + (spare == 1)
-        if count**copies * (1 if spare is None or spare < 2 else 2) > _MAX_EXPANSIONS:
+        if _repeat_expansions(count, tree.min, spare) > _MAX_EXPANSIONS:
             text, count = self._helper(text, first | follow, lines), 1
         unit = f"({text})"
         required = [unit] * tree.min
         if spare is None:
-            if tree.min == 0:
-                return f"{unit}*", 2  # lark writes `x*` as an optional repeat rule
-            return " ".join([*required[:-1], f"{unit}+"]), count ** (tree.min - 1)
+            text = f"{unit}*" if tree.min == 0 else " ".join([*required[:-1], f"{unit}+"])
+            return text, _repeat_expansions(count, tree.min, spare)
         if spare == 1:
             required.append(f"{unit}?")
         elif spare > 1:
@@ -376,8 +373,7 @@ class _Writer:
                 tail = f" _x{base + k - 1}?" if k > 1 else ""
                 lines.append(f"_x{base + k}: {unit}{tail}")
             required.append(f"_x{base + spare}?")
-        optional = count + 1 if spare == 1 else 2 if spare else 1
-        return " ".join(required), count**tree.min * optional
+        return " ".join(required), _repeat_expansions(count, tree.min, spare)
 
     def _helper(self, text: str, follow: frozenset[str], lines: list[str]) -> str:
         """A rule of its own for `text` (one per text and follow set, so the lexer context
@@ -452,6 +448,15 @@ def grammar_from_rules(
         grammar.table.num_states,
     )
     return grammar
+
+
+def _repeat_expansions(count: int, least: int, spare: int | None) -> int:
+    """The alternatives lark expands a repeat of a `count`-alternative unit into, as
+    `_emit` writes it: inline copies multiply, `x*` is an optional repeat rule (2), `x+`
+    a rule of its own (1), `x?` adds the empty one, `_x{k}?` helpers are one optional."""
+    if spare is None:
+        return 2 if least == 0 else math.prod([count] * (least - 1))
+    return math.prod([count] * least) * (count + 1 if spare == 1 else 2 if spare else 1)
 
 
 _MAX_EXPANSIONS = 64
