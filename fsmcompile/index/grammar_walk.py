@@ -211,6 +211,33 @@ def _sort_rows(keys: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     return np.lexsort(keys.T[::-1])
 
 
+MAX_LEVEL_BYTES = 4 << 30
+"""Most bytes of origin bitsets one trie level may gather (its edges times the bitset
+width). Past this, each numpy step of the level would take seconds, run past any deadline
+and hold most of the machine's memory: tens of thousands of lexer states come from long
+bounded strings unrolled inside terminals."""
+
+
+def _check_deadline(deadline: float | None) -> None:
+    if deadline is not None and time.monotonic() > deadline:
+        raise BudgetExceededError(
+            "compile timed out while walking the vocabulary", limit="timeout_s", value=0.0
+        )
+
+
+def _check_level_size(edges: int, words: int) -> None:
+    size = edges * words * 8
+    if size > MAX_LEVEL_BYTES:
+        raise BudgetExceededError(
+            f"the vocabulary walk would gather {size / 2**30:.1f} GiB of lexer-state sets "
+            f"at one level ({words * 64:,} lexer states wide, {edges:,} trie edges; at most "
+            f"{MAX_LEVEL_BYTES >> 30} GiB): simplify the spec, whose long bounded strings or "
+            "repeats inside object members each cost lexer states per character",
+            limit="walk_bytes",
+            value=float(size),
+        )
+
+
 def walk_grammar_tokens(
     shapes: LexerShapes,
     trie: TokenTrie,
@@ -303,11 +330,9 @@ def walk_grammar_tokens(
 
     while state.shape[0] or any(d > depth for d in pending):
         depth += 1
-        if deadline is not None and time.monotonic() > deadline:
-            raise BudgetExceededError(
-                "compile timed out while walking the vocabulary", limit="timeout_s", value=0.0
-            )
+        _check_deadline(deadline)
         parent, child = trie.children(node)
+        _check_level_size(child.shape[0], words)
         if child.shape[0] == 0 and not any(d >= depth for d in pending):
             break
         cls = byte_class[child]
@@ -373,6 +398,7 @@ def walk_grammar_tokens(
                     part_seq.append(new[inv.reshape(-1)])
                     part_fork.append(fork[s_sel])
                     part_bits.append(bits[parent[s_sel]])
+        _check_deadline(deadline)  # each step of a wide level can take seconds
         e_edge = np.concatenate(part_edge)
         e_state = np.concatenate(part_state)
         e_seq = np.concatenate(part_seq)
@@ -414,6 +440,7 @@ def walk_grammar_tokens(
                 e_cid[alive],
                 e_bits[alive],
             )
+        _check_deadline(deadline)
         e_node = child[e_edge]
         for joined in pending.pop(depth, ()):
             e_node = np.concatenate([e_node, joined.nodes])
@@ -427,6 +454,7 @@ def walk_grammar_tokens(
                 bits = e_bits
                 continue
             break
+        _check_deadline(deadline)
         # Merge equal (node, shape, seq, constraints) entries; OR their origin bitsets.
         e_state = canon[canon_row[e_node], e_state]
         cfg_key = np.stack([e_node, e_seq, e_cid, e_state], axis=1)

@@ -256,3 +256,26 @@ def test_members_with_alternative_values_stay_a_small_grammar(vocab: Vocabulary)
     ):
         assert not validator.is_valid(bad)
         assert not allowed_all_the_way(index, vocab, compact(bad))[0], bad
+
+
+def test_a_vocabulary_walk_too_wide_for_memory_is_refused(
+    vocab: Vocabulary, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bounded strings inside members unroll into lexer states per character; past
+    `MAX_LEVEL_BYTES` of origin sets at one trie level the walk refuses before gathering
+    them (one such level took 10 s and 5 GiB, past any deadline), and under it compiles."""
+    from fsmcompile.errors import BudgetExceededError
+    from fsmcompile.index import grammar_walk
+
+    value = {"type": ["string", "null"], "maxLength": 40}
+    schema = {"type": "object", "properties": {f"k{i}": value for i in range(6)}}
+    index = compile_json_schema(schema, vocab, cache=False)
+    assert isinstance(index, GrammarIndex)
+    ok, why = allowed_all_the_way(index, vocab, compact({"k0": "x" * 40, "k3": None, "z": 1}))
+    assert ok, why
+    assert not allowed_all_the_way(index, vocab, compact({"k0": "x" * 41}))[0]
+    monkeypatch.setattr(grammar_walk, "MAX_LEVEL_BYTES", 1 << 16)
+    with pytest.raises(BudgetExceededError, match="GiB of lexer-state sets") as info:
+        compile_json_schema(schema, vocab, cache=False)
+    assert info.value.limit == "walk_bytes"
+
