@@ -279,3 +279,54 @@ def test_a_vocabulary_walk_too_wide_for_memory_is_refused(
         compile_json_schema(schema, vocab, cache=False)
     assert info.value.limit == "walk_bytes"
 
+
+def test_bounded_string_values_are_one_terminal_for_all_members(vocab: Vocabulary) -> None:
+    """A member's key and a bounded string value written as one terminal unroll the bound
+    into the lexer once per member and position (6 members bounded at 40 took past 30 s
+    to compile); written apart, every member shares the value's terminal, and the masks
+    stay exact at the bound, with and without quotes flattened into the member."""
+    nullable = {"type": ["string", "null"], "maxLength": 40}
+    plain = {"type": "string", "minLength": 2, "maxLength": 30}
+    schema = {
+        "type": "object",
+        "properties": {**{f"n{i}": nullable for i in range(8)}, "p": plain, "q": plain},
+        "required": ["p"],
+    }
+    index = compile_json_schema(schema, vocab, cache=False)
+    assert isinstance(index, GrammarIndex)
+    assert index.lexer.transitions.shape[0] < 3_000  # 20,000+ with a terminal per member
+    validator = jsonschema.Draft202012Validator(schema)
+    good = [  # in schema order, extra keys last (the documented order)
+        {"n0": "é" * 40, "n7": None, "p": "ab", "q": "x" * 30},
+        {"n3": "", "p": 'q"\\uote', "extra": [1, {"n0": 5}]},
+        {"n1": "a b", "n5": None, "p": "\u00e9\u00e9\n" * 10},
+    ]
+    bad = [
+        {"n0": "é" * 41, "p": "ab"},
+        {"p": "a"},
+        {"p": "x" * 31},
+        {"n2": 1, "p": "ab"},
+        {"q": "ab"},
+    ]
+    for instance in good:
+        assert validator.is_valid(instance), instance
+        ok, why = allowed_all_the_way(index, vocab, compact(instance))
+        assert ok, (instance, why)
+    for instance in bad:
+        assert not validator.is_valid(instance), instance
+        assert not allowed_all_the_way(index, vocab, compact(instance))[0], instance
+
+
+def test_a_wide_piece_that_would_overlap_its_follower_stays_joined() -> None:
+    """Written apart, `[a-z]{0,300}` would run on into the `x` after it (the lexer could
+    not tell where it ends); the writer then keeps the grammar it wrote before splitting."""
+    from fsmcompile.automaton.ir import Alt, Ref, Repeat, chars, literal, seq
+    from fsmcompile.errors import UnsupportedFeatureError
+    from fsmcompile.spec.lark import from_rules
+
+    letters = Repeat(chars((97, 122)), 0, 300)
+    rules = {"r": seq(literal("<"), letters, literal("x>"), Alt((Ref("r"), literal("."))))}
+    with pytest.raises(UnsupportedFeatureError, match="can both read"):
+        from_rules._grammar(from_rules._Writer(rules, 200_000, None), "r", None)
+    grammar = from_rules.grammar_from_rules(rules, "r")
+    assert sorted(t.dfa.num_states for t in grammar.terminals if t.dfa is not None) == [2, 604]

@@ -3,7 +3,9 @@
 JSON Schema lowers recursive schemas and free-form (`{}`) values to rules: regex IR in
 which `Ref(name)` stands for another rule's language. Everything between two refs is
 regular, so each maximal ref-free piece becomes one terminal (the ref-free alternatives
-of an `Alt` are joined into one) and the refs become the grammar's structure. lark
+of an `Alt` are joined into one) and the refs become the grammar's structure. A wide
+piece (a bounded string value) is written apart from the text around it, so the members
+sharing it share one terminal instead of each unrolling it into the lexer. lark
 builds the LALR table and the lexer contexts over placeholder patterns; each terminal
 then gets its real automaton, matched longest first: a JSON number or string cannot run
 on into the lexeme after it, so longest match is the lexing JSON needs.
@@ -30,6 +32,7 @@ import numpy as np
 from fsmcompile.automaton.dfa import ByteDFA, dfa_key
 from fsmcompile.automaton.ir import (
     Alt,
+    CharSet,
     Concat,
     Node,
     Ref,
@@ -107,9 +110,21 @@ class _Writer:
     keeps each lexer context to the terminals that can really come next.
     """
 
-    def __init__(self, rules: Mapping[str, Node], max_states: int, deadline: float | None) -> None:
+    def __init__(
+        self,
+        rules: Mapping[str, Node],
+        max_states: int,
+        deadline: float | None,
+        *,
+        split_wide: bool = True,
+    ) -> None:
         self.max_states = max_states
         self.deadline = deadline
+        self.split_wide = split_wide
+        self.split_terminals: set[str] = set()
+        # By id, holding the node so that its id is not reused by a temporary one.
+        self._size: dict[int, tuple[Node, int]] = {}
+        self._splits: dict[int, tuple[Node, bool]] = {}
         # By content digest: hashing a deep IR tree by value recurses once per level
         # (and re-walks shared sub-trees).
         self.terminal_of: dict[bytes, tuple[str | None, bool]] = {}
@@ -199,7 +214,7 @@ class _Writer:
                     return None
                 self.trees[shared] = tree
             return _Sym(shared, terminal=False)
-        if not self.has_ref(node):
+        if not self.has_ref(node) and not self.splits(node):
             name, nullable = self.terminal(node)
             if name is None:
                 return _EMPTY if nullable else None
@@ -210,9 +225,15 @@ class _Writer:
         if isinstance(node, Concat):
             return self._concat(node)
         if isinstance(node, Alt):
-            plain = [item for item in node.items if not self.has_ref(item)]
-            pieces = [self.tree(Alt(tuple(plain)) if len(plain) > 1 else plain[0])] if plain else []
-            pieces += [self.tree(item) for item in node.items if self.has_ref(item)]
+            joined: list[Node] = []
+            apart: list[Node] = []
+            for member in node.items:
+                plain = not self.has_ref(member) and not self.splits(member)
+                (joined if plain else apart).append(member)
+            pieces = (
+                [self.tree(Alt(tuple(joined)) if len(joined) > 1 else joined[0])] if joined else []
+            )
+            pieces += [self.tree(member) for member in apart]
             live = [p for p in pieces if p is not None]
             if not live:
                 return None
@@ -234,10 +255,13 @@ class _Writer:
     def _concat(self, node: Concat) -> _Tree | None:
         parts: list[_Tree] = []
         plain: list[Node] = []
-        for item in [*node.items, None]:
+        split = False
+        for item in [*self._grouped(node), None]:
             if item is not None and not self.has_ref(item):
-                plain.append(item)
-                continue
+                if not self._stands_alone(item):
+                    plain.append(item)
+                    continue
+                split = True
             if plain:
                 piece = self.tree(Concat(tuple(plain)) if len(plain) > 1 else plain[0])
                 plain.clear()
@@ -250,7 +274,76 @@ class _Writer:
                     return None
                 parts.append(piece)
         parts = [p for p in parts if p != _EMPTY]
+        if split:
+            self.split_terminals.update(name for p in parts for name in _terminal_names(p))
         return parts[0] if len(parts) == 1 else _Seq(tuple(parts))
+
+    # -- wide pieces ---------------------------------------------------------------------
+
+    def size(self, node: Node) -> int:
+        """A rough count of the automaton states `node` unrolls into (a bounded repeat is
+        that many copies of its item); refs count nothing."""
+        if id(node) in self._size:
+            return self._size[id(node)][1]
+        if isinstance(node, Repeat):
+            found = (node.max if node.max is not None else max(node.min, 1)) * self.size(node.item)
+        elif isinstance(node, Ref):
+            found = 0
+        else:
+            found = max(1, sum(self.size(c) for c in children(node)))
+        self._size[id(node)] = (node, found)
+        return found
+
+    def _wide(self, node: Node) -> bool:
+        return self.split_wide and not self.has_ref(node) and self.size(node) >= _WIDE_FROM
+
+    def _grouped(self, node: Concat) -> list[Node]:
+        """The concatenation's items, each wide one together with the equal single
+        characters around it (a bounded string with its quotes), so that piece is one
+        terminal every member with that value shares."""
+        items = list(node.items)
+        if not self.split_wide:
+            return items
+        out: list[Node] = []
+        i = 0
+        while i < len(items):
+            item = items[i]
+            if (
+                self._wide(item)
+                and out
+                and i + 1 < len(items)
+                and _single_char(out[-1])
+                and out[-1] == items[i + 1]
+            ):
+                out[-1] = Concat((out[-1], item, items[i + 1]))
+                i += 2
+                continue
+            out.append(item)
+            i += 1
+        return out
+
+    def _stands_alone(self, item: Node) -> bool:
+        """Whether a ref-free item of a concatenation is written as a piece of its own."""
+        return self._wide(item) or self.splits(item)
+
+    def splits(self, node: Node) -> bool:
+        """Whether a ref-free `node` is written as several terminals rather than one: it
+        joins a wide piece (a bounded string, a long bounded repeat) to other text. One
+        terminal per member holding its key and such a value unrolls the value into the
+        lexer once per member and per position (with and without a leading comma): tens
+        of thousands of lexer states for tens of members, where the value alone as a
+        terminal is one automaton for all of them."""
+        if not self.split_wide or self.has_ref(node):
+            return False
+        if id(node) in self._splits:
+            return self._splits[id(node)][1]
+        if isinstance(node, Concat):
+            grouped = self._grouped(node)
+            found = len(grouped) > 1 and any(self._stands_alone(p) for p in grouped)
+        else:
+            found = isinstance(node, (Alt, Repeat)) and any(self.splits(c) for c in children(node))
+        self._splits[id(node)] = (node, found)
+        return found
 
     # -- FIRST sets --------------------------------------------------------------------
 
@@ -410,9 +503,24 @@ def grammar_from_rules(
         BudgetExceededError: a terminal's automaton passes `max_states`, or `deadline`
             passes (checked between LALR builds too).
     """
+    writer = _Writer(rules, max_states, deadline)
+    try:
+        return _grammar(writer, start, deadline)
+    except _LexingConflict as exc:
+        if not exc.terminals & writer.split_terminals:
+            raise
+    except UnsupportedFeatureError:
+        if not writer.split_terminals:
+            raise
+    # A wide piece written apart may meet the text around it in a lexer context where
+    # the joined terminal did not: the grammar as written before splitting. (A lexing
+    # conflict between terminals no split wrote is there either way: no second try.)
+    return _grammar(_Writer(rules, max_states, deadline, split_wide=False), start, deadline)
+
+
+def _grammar(writer: _Writer, start: str, deadline: float | None) -> LarkGrammar:
     from fsmcompile.spec.lark.loading import load_lark_grammar
 
-    writer = _Writer(rules, max_states, deadline)
     text = writer.text(start)
     for _ in range(_MERGE_ROUNDS):
         # Each round is a whole LALR build (seconds for a thousand rules): the deadline
@@ -450,6 +558,25 @@ def grammar_from_rules(
     return grammar
 
 
+def _terminal_names(tree: _Tree) -> Iterator[str]:
+    if isinstance(tree, _Sym):
+        if tree.terminal:
+            yield tree.name
+    elif isinstance(tree, _Rep):
+        yield from _terminal_names(tree.item)
+    else:
+        for item in tree.items:
+            yield from _terminal_names(item)
+
+
+def _single_char(node: Node) -> bool:
+    return (
+        isinstance(node, CharSet)
+        and len(node.ranges) == 1
+        and node.ranges[0][0] == node.ranges[0][1]
+    )
+
+
 def _repeat_expansions(count: int, least: int, spare: int | None) -> int:
     """The alternatives lark expands a repeat of a `count`-alternative unit into, as
     `_emit` writes it: inline copies multiply, `x*` is an optional repeat rule (2), `x+`
@@ -459,6 +586,9 @@ def _repeat_expansions(count: int, least: int, spare: int | None) -> int:
     return math.prod([count] * least) * (count + 1 if spare == 1 else 2 if spare else 1)
 
 
+_WIDE_FROM = 256
+"""Estimated states (`_Writer.size`) from which a ref-free piece next to other text is a
+terminal of its own: a JSON string bounded at 11 characters or more."""
 _MAX_EXPANSIONS = 64
 """Plain alternatives lark may expand one sequence into before groups become helpers."""
 _MAX_SEQUENCE = 16
@@ -559,40 +689,58 @@ def _check_contexts(grammar: LarkGrammar) -> None:
                 # Memoized by content: the any-JSON terminals meet each other the same
                 # way in every schema with free-form members.
                 memo_key = (key(a), key(b), b"same" if a == b else b"", *map(key, follows[a]))
-                witness = _conflicts.get_or_make(
+                found = _conflicts.get_or_make(
                     memo_key, partial(_conflict_between, grammar, a, b, follows[a])
                 )
-                if witness is not None:
-                    shown = witness.decode("utf-8", "replace")
-                    raise UnsupportedFeatureError(
-                        f"two alternatives at one place can both read {shown!r}, so a lexer "
-                        "cannot tell where one lexeme ends; the anyOf/oneOf branches or "
-                        "optional parts around a recursive or free-form value overlap",
-                        features=[("", "overlapping alternatives")],
+                if found is not None:
+                    witness, follower = found
+                    involved = [a, b] + ([follows[a][follower]] if follower >= 0 else [])
+                    raise _LexingConflict(
+                        witness.decode("utf-8", "replace"),
+                        frozenset(grammar.terminals[t].name for t in involved),
                     )
 
 
-_conflicts: StageMemo[tuple[bytes, ...], bytes | None] = StageMemo(8192)
+class _LexingConflict(UnsupportedFeatureError):
+    """Two terminals of a lexer context overlap (`_check_contexts`); `terminals` names
+    them and the follower that showed it."""
+
+    def __init__(self, witness: str, terminals: frozenset[str]) -> None:
+        super().__init__(
+            f"two alternatives at one place can both read {witness!r}, so a lexer "
+            "cannot tell where one lexeme ends; the anyOf/oneOf branches or "
+            "optional parts around a recursive or free-form value overlap",
+            features=[("", "overlapping alternatives")],
+        )
+        self.terminals = terminals
+
+
+_conflicts: StageMemo[tuple[bytes, ...], tuple[bytes, int] | None] = StageMemo(8192)
 """Lexing-conflict witnesses by the automata's content (`dfa_key`)."""
 
 
-def _conflict_between(grammar: LarkGrammar, a: int, b: int, follows: list[int]) -> bytes | None:
+def _conflict_between(
+    grammar: LarkGrammar, a: int, b: int, follows: list[int]
+) -> tuple[bytes, int] | None:
     return _lexing_conflict(
         _dfa(grammar, a), _dfa(grammar, b), a == b, [_dfa(grammar, f) for f in follows]
     )
 
 
-def _lexing_conflict(a: ByteDFA, b: ByteDFA, same: bool, follows: list[ByteDFA]) -> bytes | None:
+def _lexing_conflict(
+    a: ByteDFA, b: ByteDFA, same: bool, follows: list[ByteDFA]
+) -> tuple[bytes, int] | None:
     """A text showing that lexing a then a follower is ambiguous with lexing b (see
-    `_check_contexts`), or None."""
+    `_check_contexts`) and the index of that follower in `follows` (-1 when a and b
+    share a whole lexeme), or None."""
     for u, v, spell in _pairs(a, b, (0, 0)):
         if not same and a.accepting[u] and b.accepting[v]:
-            return spell()
+            return spell(), -1
         if a.accepting[u]:
-            for f in follows:
+            for i, f in enumerate(follows):
                 tail = _runs_on(b, v, f)
                 if tail is not None:
-                    return spell() + tail
+                    return spell() + tail, i
     return None
 
 
