@@ -330,3 +330,19 @@ def test_a_wide_piece_that_would_overlap_its_follower_stays_joined() -> None:
         from_rules._grammar(from_rules._Writer(rules, 200_000, None), "r", None)
     grammar = from_rules.grammar_from_rules(rules, "r")
     assert sorted(t.dfa.num_states for t in grammar.terminals if t.dfa is not None) == [2, 604]
+
+
+def test_the_key_of_extra_members_stays_with_its_comma_and_quotes() -> None:
+    """The keys an object's extra members may take exclude every listed name: a large
+    automaton, yet not a value to share. Written apart it would leave `,` a terminal of
+    its own beside the listed members' `,"name":` (a lexing conflict, then a second
+    LALR build); the writer sizes a difference by what it keeps."""
+    from fsmcompile.compiler import ROOT_RULE, lower_spec
+    from fsmcompile.spec.lark import from_rules
+
+    names = [f"property_number_{i}" for i in range(40)]
+    schema = {"type": "object", "properties": {name: {"type": "integer"} for name in names}}
+    node, rules = lower_spec("json", schema, {})
+    writer = from_rules._Writer({ROOT_RULE: node, **rules}, 200_000, None)
+    assert writer.split_terminals == set()
+    from_rules._grammar(writer, ROOT_RULE, None)  # no lexing conflict to retry from

@@ -34,6 +34,7 @@ from fsmcompile.automaton.ir import (
     Alt,
     CharSet,
     Concat,
+    Diff,
     Node,
     Ref,
     Repeat,
@@ -282,13 +283,17 @@ class _Writer:
 
     def size(self, node: Node) -> int:
         """A rough count of the automaton states `node` unrolls into (a bounded repeat is
-        that many copies of its item); refs count nothing."""
+        that many copies of its item); refs count nothing. A difference counts what it
+        keeps: the keys an object's extra members may not take make it large, but it
+        stays with the comma and quotes around it, where it cannot meet a listed key."""
         if id(node) in self._size:
             return self._size[id(node)][1]
         if isinstance(node, Repeat):
             found = (node.max if node.max is not None else max(node.min, 1)) * self.size(node.item)
         elif isinstance(node, Ref):
             found = 0
+        elif isinstance(node, Diff):
+            found = self.size(node.items[0])
         else:
             found = max(1, sum(self.size(c) for c in children(node)))
         self._size[id(node)] = (node, found)
