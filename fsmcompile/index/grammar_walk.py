@@ -231,8 +231,8 @@ def _check_level_size(edges: int, words: int) -> None:
         raise BudgetExceededError(
             f"the vocabulary walk would gather {size / 2**30:.1f} GiB of lexer-state sets "
             f"at one level ({words * 64:,} lexer states wide, {edges:,} trie edges; at most "
-            f"{MAX_LEVEL_BYTES >> 30} GiB): simplify the spec, whose long bounded strings or "
-            "repeats inside object members each cost lexer states per character",
+            f"{MAX_LEVEL_BYTES >> 30} GiB): simplify the spec; each distinct bounded string "
+            "or repeat costs lexer states per unit of its bound",
             limit="walk_bytes",
             value=float(size),
         )
