@@ -383,7 +383,10 @@ def item_starts(
     frontier = list(pairs)
     while frontier:
         q, u = frontier.pop()
-        (starts.setdefault(q, set()) if u == 0 else inside).add(q)
+        if u == 0:
+            starts.setdefault(q, set())  # between items: its moves are classes, not states
+        else:
+            inside.add(q)
         for b in reps:
             nq = int(dfa.transitions[q, dfa.class_of_byte[b]])
             nu = int(unit.transitions[u, unit.class_of_byte[b]])
