@@ -65,28 +65,47 @@ class CountedRepeat(Repeat):
     `item` must be a prefix code (no spelling of it is a proper prefix of another, as one
     JSON string character), so every start of an item is one determinate byte of the text.
     Every consumer that does not count reads it as the plain `Repeat` it is; a lexer
-    terminal made of it alone (`counted_item`) is built unbounded, and the runtime
+    terminal holding one (`counted_at`) is built unbounded, and the runtime
     counts item starts against `max` instead of holding `max` copies of the item.
     """
 
 
-def counted_item(node: Node) -> CountedRepeat | None:
-    """The one `CountedRepeat` directly inside `node` (a `Concat`), if there is one."""
+def counted_at(node: Node) -> tuple[int, CountedRepeat] | None:
+    """Where the one `CountedRepeat` of `node` (a `Concat`) is: the index of the item that
+    is it, or that is an `And` holding it directly (a string under a `pattern` or `format`
+    and a length bound, whose product would unroll the pattern once per character), and
+    the repeat; None without exactly one."""
     if not isinstance(node, Concat):
         return None
-    found = [item for item in node.items if isinstance(item, CountedRepeat)]
-    return found[0] if len(found) == 1 and found[0].max is not None else None
+    found = [
+        (i, part)
+        for i, item in enumerate(node.items)
+        for part in (item.items if isinstance(item, And) else (item,))
+        if isinstance(part, CountedRepeat)
+    ]
+    if len(found) != 1 or found[0][1].max is None:
+        return None
+    return found[0]
+
+
+def counted_item(node: Node) -> CountedRepeat | None:
+    """The one `CountedRepeat` of `node` (see `counted_at`), if there is one."""
+    at = counted_at(node)
+    return None if at is None else at[1]
 
 
 def uncounted(node: Node) -> Node:
     """`node` with its counted item's upper bound dropped (the language a counter cuts)."""
     assert isinstance(node, Concat)
-    return Concat(
-        tuple(
-            Repeat(item.item, item.min, None) if isinstance(item, CountedRepeat) else item
-            for item in node.items
-        )
-    )
+
+    def drop(item: Node) -> Node:
+        if isinstance(item, CountedRepeat):
+            return Repeat(item.item, item.min, None)
+        if isinstance(item, And):
+            return And(tuple(drop(part) for part in item.items))
+        return item
+
+    return Concat(tuple(drop(item) for item in node.items))
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,6 +35,7 @@ from fsmcompile.automaton.ir import (
     Diff,
     Node,
     Repeat,
+    counted_at,
     normalize_ranges,
 )
 from fsmcompile.automaton.utf8 import utf8_sequences
@@ -359,8 +360,9 @@ def item_starts(
     """
     from fsmcompile.automaton import build_dfa
 
-    assert isinstance(node, Concat)
-    cut = node.items.index(counted)
+    at = counted_at(node)
+    assert isinstance(node, Concat) and at is not None and at[1] == counted
+    cut = at[0]
     prefix = build_dfa(Concat(node.items[:cut]))
     unit = build_dfa(counted.item)
     reps = _joint_bytes(dfa, prefix, unit)

@@ -103,6 +103,42 @@ def test_min_length_below_a_counted_bound(vocab: Vocabulary) -> None:
         assert feed(index, vocab, text)[0] is ok, length
 
 
+# One character each, no space, spelled as a pattern's characters may be: raw, or an
+# escape JSON requires (docs/json_schema.md, string escapes).
+NO_SPACE = ["a", "é", "😀", "\\n", '\\"', "\\\\"]
+
+
+@pytest.mark.parametrize(
+    ("keywords", "spell"),
+    [
+        ({"format": "uri"}, lambda rng, n: "https://example.com/" + "a" * (n - 20)),
+        ({"pattern": "^[^ ]+$"}, lambda rng, n: "".join(rng.choice(NO_SPACE) for _ in range(n))),
+    ],
+    ids=["format", "pattern"],
+)
+def test_a_pattern_or_format_under_a_counted_bound_is_counted(
+    vocab: Vocabulary, keywords: dict[str, str], spell: Any
+) -> None:
+    """`pattern`/`format` and `maxLength` meet in an intersection; unrolled, the bound
+    copies the pattern's automaton once per character (a uri under 255 took 43,000 lexer
+    states). Counted, the lexer holds the pattern once and the runtime counts."""
+    schema = {
+        "type": "object",
+        "properties": {"s": {"type": "string", "maxLength": BOUND, **keywords}},
+        "required": ["s"],
+        "additionalProperties": False,
+    }
+    index = compile_json_schema(schema, vocab, cache=False)
+    assert isinstance(index, GrammarIndex)
+    assert BOUND in index.lexer.char_bound.tolist()
+    assert index.lexer.num_states < 1_000
+    rng = random.Random(3)
+    for length, ok in ((40, True), (BOUND, True), (BOUND + 1, False)):
+        text = '{"s":"' + spell(rng, length) + '"}'
+        assert feed(index, vocab, text)[0] is ok, (length, text[:60])
+    assert not feed(index, vocab, '{"s":"not a uri, with spaces"}')[0]
+
+
 def test_mask_agrees_with_advance_for_every_token_near_the_bound(
     index: GrammarIndex, vocab: Vocabulary
 ) -> None:
