@@ -31,7 +31,6 @@ from fsmcompile.automaton.ir import (
     ByteSet,
     CharSet,
     Concat,
-    CountedRepeat,
     Diff,
     Node,
     Repeat,
@@ -348,12 +347,11 @@ def build_lexer_automaton(
         return _build_lexer(grammar, max_states, deadline, None)
 
 
-def item_starts(
-    dfa: ByteDFA, node: Node, counted: CountedRepeat
-) -> dict[int, frozenset[int]] | None:
+def item_starts(dfa: ByteDFA, node: Node) -> dict[int, frozenset[int]] | None:
     """For the automaton of `uncounted(node)`: state → the byte classes whose move starts
-    an item of `counted`, or None when a move cannot be told apart that way (a state
-    both between items and inside one, or a class or target mixing both kinds).
+    an item of its counted repeat (`counted_at`), or None when a move cannot be told
+    apart that way (a state both between items and inside one, or a class or target
+    mixing both kinds).
 
     Walks the automaton alongside the item's own automaton from every state the items
     begin in; an item ends where the item automaton accepts (it is a prefix code).
@@ -361,8 +359,8 @@ def item_starts(
     from fsmcompile.automaton import build_dfa
 
     at = counted_at(node)
-    assert isinstance(node, Concat) and at is not None and at[1] == counted
-    cut = at[0]
+    assert isinstance(node, Concat) and at is not None
+    cut, counted = at
     prefix = build_dfa(Concat(node.items[:cut]))
     unit = build_dfa(counted.item)
     reps = _joint_bytes(dfa, prefix, unit)
@@ -451,7 +449,7 @@ def _build_lexer(
         if counted is not None:
             assert counted.max is not None
             if count_from is not None and counted.max >= count_from:
-                moves = item_starts(term.dfa, term.node, counted)
+                moves = item_starts(term.dfa, term.node)
             if moves is None:  # the bound unrolled, as any other repetition
                 dfa = build_dfa(term.node, max_states=max_states, deadline=deadline)
             else:

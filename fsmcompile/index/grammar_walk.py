@@ -225,12 +225,12 @@ def _check_deadline(deadline: float | None) -> None:
         )
 
 
-def _check_level_size(edges: int, words: int) -> None:
+def _check_level_size(edges: int, words: int, states: int) -> None:
     size = edges * words * 8
     if size > MAX_LEVEL_BYTES:
         raise BudgetExceededError(
             f"the vocabulary walk would gather {size / 2**30:.1f} GiB of lexer-state sets "
-            f"at one level ({words * 64:,} lexer states wide, {edges:,} trie edges; at most "
+            f"at one level ({states:,} lexer states wide, {edges:,} trie edges; at most "
             f"{MAX_LEVEL_BYTES >> 30} GiB): simplify the spec; each distinct bounded string "
             "or repeat costs lexer states per unit of its bound",
             limit="walk_bytes",
@@ -332,7 +332,7 @@ def walk_grammar_tokens(
         depth += 1
         _check_deadline(deadline)
         parent, child = trie.children(node)
-        _check_level_size(child.shape[0], words)
+        _check_level_size(child.shape[0], words, num_origins)
         if child.shape[0] == 0 and not any(d >= depth for d in pending):
             break
         cls = byte_class[child]
