@@ -738,18 +738,38 @@ def _lexing_conflict(
     """A text showing that lexing a then a follower is ambiguous with lexing b (see
     `_check_contexts`) and the index of that follower in `follows` (-1 when a and b
     share a whole lexeme), or None."""
-    for u, v, spell in _pairs(a, b, (0, 0)):
-        if not same and a.accepting[u] and b.accepting[v]:
+    la, lb = _Lists.of(a), _Lists.of(b)
+    lfs = [_Lists.of(f) for f in follows]
+    tails: dict[tuple[int, int], bytes | None] = {}  # (b's state, follower) -> its witness
+    for u, v, spell in _pairs(la, lb, (0, 0)):
+        if not la.accepting[u]:
+            continue
+        if not same and lb.accepting[v]:
             return spell(), -1
-        if a.accepting[u]:
-            for i, f in enumerate(follows):
-                tail = _runs_on(b, v, f)
-                if tail is not None:
-                    return spell() + tail, i
+        for i, f in enumerate(lfs):
+            if (v, i) not in tails:
+                tails[(v, i)] = _runs_on(lb, v, f)
+            tail = tails[(v, i)]
+            if tail is not None:
+                return spell() + tail, i
     return None
 
 
-def _runs_on(b: ByteDFA, start: int, f: ByteDFA) -> bytes | None:
+@dataclass(frozen=True, slots=True)
+class _Lists:
+    """A `ByteDFA` as Python lists: the pair walks read one cell at a time, and a numpy
+    scalar read costs about ten list reads."""
+
+    transitions: list[list[int]]
+    class_of_byte: list[int]
+    accepting: list[bool]
+
+    @staticmethod
+    def of(dfa: ByteDFA) -> _Lists:
+        return _Lists(dfa.transitions.tolist(), dfa.class_of_byte.tolist(), dfa.accepting.tolist())
+
+
+def _runs_on(b: _Lists, start: int, f: _Lists) -> bytes | None:
     """A non-empty text read by b from `start` and by f from its start where one of them
     ends a lexeme while the other is still alive, or None."""
     for u, v, spell in _pairs(b, f, (start, 0)):
@@ -759,30 +779,28 @@ def _runs_on(b: ByteDFA, start: int, f: ByteDFA) -> bytes | None:
 
 
 def _pairs(
-    a: ByteDFA, b: ByteDFA, start: tuple[int, int]
+    a: _Lists, b: _Lists, start: tuple[int, int]
 ) -> Iterator[tuple[int, int, Callable[[], bytes]]]:
     """The state pairs both automata reach together from `start`, breadth first, each
     with a function spelling the bytes that lead there (dead states are not followed)."""
-    steps = _steps(a, b)
+    # One byte per pair of classes the two automata put it in.
+    classes = zip(a.class_of_byte, b.class_of_byte, strict=True)
+    steps = list({pair: byte for byte, pair in enumerate(classes)}.items())
+    ta, tb = a.transitions, b.transitions
     parent: dict[tuple[int, int], tuple[tuple[int, int], int] | None] = {start: None}
     frontier = [start]
     while frontier:
         nxt: list[tuple[int, int]] = []
         for p, q in frontier:
+            row_a, row_b = ta[p], tb[q]
             for (ca, cb), byte in steps:
-                at = (int(a.transitions[p, ca]), int(b.transitions[q, cb]))
+                at = (row_a[ca], row_b[cb])
                 if at[0] < 0 or at[1] < 0 or at in parent:
                     continue
                 parent[at] = ((p, q), byte)
                 yield at[0], at[1], partial(_spell, parent, at)
                 nxt.append(at)
         frontier = nxt
-
-
-def _steps(a: ByteDFA, b: ByteDFA) -> list[tuple[tuple[int, int], int]]:
-    """One byte per pair of classes the two automata put it in."""
-    classes = zip(a.class_of_byte.tolist(), b.class_of_byte.tolist(), strict=True)
-    return list({(x, y): byte for byte, (x, y) in enumerate(classes)}.items())
 
 
 def _dfa(grammar: LarkGrammar, terminal: int) -> ByteDFA:
