@@ -39,6 +39,46 @@ def test_ref_by_id_and_anchor(accepts) -> None:
     assert check([1, True]) and not check([True, 1])
 
 
+@pytest.mark.parametrize(
+    ("dialect", "identifier"),
+    [
+        ("http://json-schema.org/draft-04/schema#", "$id"),
+        ("http://json-schema.org/draft-07/schema#", "id"),
+    ],
+)
+def test_the_other_dialects_identifier_spelling_does_not_move_the_base(
+    accepts, dialect: str, identifier: str
+) -> None:
+    # Draft-04 names a schema's identifier `id`, later drafts `$id`; the other spelling is
+    # an unknown keyword. Tools write draft-04 schemas with `$id` pointers on every
+    # subschema (JSON Schema Store's cryproj): `#/definitions/...` under one of them must
+    # still resolve against the document, as a draft-04 validator resolves it.
+    check = accepts(
+        {
+            "$schema": dialect,
+            "definitions": {"name": {"type": "string", "maxLength": 3}},
+            "type": "object",
+            "properties": {
+                "name": {identifier: "/properties/name", "$ref": "#/definitions/name"},
+            },
+        }
+    )
+    assert check({"name": "abc"}) and not check({"name": "abcd"}) and not check({"name": 1})
+
+
+def test_a_draft_04_id_moves_the_base(accepts) -> None:
+    check = accepts(
+        {
+            "$schema": "http://json-schema.org/draft-04/schema#",
+            "id": "http://example.com/root.json",
+            "type": "array",
+            "items": {"$ref": "item.json"},
+            "definitions": {"item": {"id": "item.json", "type": "integer"}},
+        }
+    )
+    assert check([1, 2]) and not check(["x"])
+
+
 def test_ref_to_remote_schema() -> None:
     remote = {"http://example.com/schemas/int.json": {"type": "integer", "maximum": 3}}
     lowering = schema_to_ir(
