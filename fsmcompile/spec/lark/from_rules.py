@@ -677,11 +677,21 @@ def _check_contexts(grammar: LarkGrammar) -> None:
         for t in range(num_terminals)
     ]
     keys: dict[int, bytes] = {}
+    lists: dict[int, _Lists] = {}
 
     def key(t: int) -> bytes:
         if t not in keys:
             keys[t] = dfa_key(_dfa(grammar, t))
         return keys[t]
+
+    def as_lists(t: int) -> _Lists:
+        if t not in lists:
+            lists[t] = _Lists.of(_dfa(grammar, t))
+        return lists[t]
+
+    def conflict(a: int, b: int) -> tuple[bytes, int] | None:
+        """`_lexing_conflict` of two terminals, each read as lists once per grammar."""
+        return _lexing_conflict(as_lists(a), as_lists(b), a == b, list(map(as_lists, follows[a])))
 
     checked: set[tuple[int, int]] = set()
     for context in grammar.contexts:
@@ -694,9 +704,7 @@ def _check_contexts(grammar: LarkGrammar) -> None:
                 # Memoized by content: the any-JSON terminals meet each other the same
                 # way in every schema with free-form members.
                 memo_key = (key(a), key(b), b"same" if a == b else b"", *map(key, follows[a]))
-                found = _conflicts.get_or_make(
-                    memo_key, partial(_conflict_between, grammar, a, b, follows[a])
-                )
+                found = _conflicts.get_or_make(memo_key, partial(conflict, a, b))
                 if found is not None:
                     witness, follower = found
                     involved = [a, b] + ([follows[a][follower]] if follower >= 0 else [])
@@ -724,31 +732,24 @@ _conflicts: StageMemo[tuple[bytes, ...], tuple[bytes, int] | None] = StageMemo(8
 """Lexing-conflict witnesses by the automata's content (`dfa_key`)."""
 
 
-def _conflict_between(
-    grammar: LarkGrammar, a: int, b: int, follows: list[int]
-) -> tuple[bytes, int] | None:
-    return _lexing_conflict(
-        _dfa(grammar, a), _dfa(grammar, b), a == b, [_dfa(grammar, f) for f in follows]
-    )
-
-
 def _lexing_conflict(
-    a: ByteDFA, b: ByteDFA, same: bool, follows: list[ByteDFA]
+    a: _Lists, b: _Lists, same: bool, follows: list[_Lists]
 ) -> tuple[bytes, int] | None:
     """A text showing that lexing a then a follower is ambiguous with lexing b (see
     `_check_contexts`) and the index of that follower in `follows` (-1 when a and b
     share a whole lexeme), or None."""
-    la, lb = _Lists.of(a), _Lists.of(b)
-    lfs = [_Lists.of(f) for f in follows]
     tails: dict[tuple[int, int], bytes | None] = {}  # (b's state, follower) -> its witness
-    for u, v, spell in _pairs(la, lb, (0, 0)):
-        if not la.accepting[u]:
+    steps: dict[int, list[tuple[tuple[int, int], int]]] = {}  # follower -> b's steps with it
+    for u, v, spell in _pairs(a, b, (0, 0), _steps(a, b)):
+        if not a.accepting[u]:
             continue
-        if not same and lb.accepting[v]:
+        if not same and b.accepting[v]:
             return spell(), -1
-        for i, f in enumerate(lfs):
+        for i, f in enumerate(follows):
             if (v, i) not in tails:
-                tails[(v, i)] = _runs_on(lb, v, f)
+                if i not in steps:
+                    steps[i] = _steps(b, f)
+                tails[(v, i)] = _runs_on(b, v, f, steps[i])
             tail = tails[(v, i)]
             if tail is not None:
                 return spell() + tail, i
@@ -769,23 +770,29 @@ class _Lists:
         return _Lists(dfa.transitions.tolist(), dfa.class_of_byte.tolist(), dfa.accepting.tolist())
 
 
-def _runs_on(b: _Lists, start: int, f: _Lists) -> bytes | None:
+def _runs_on(
+    b: _Lists, start: int, f: _Lists, steps: list[tuple[tuple[int, int], int]]
+) -> bytes | None:
     """A non-empty text read by b from `start` and by f from its start where one of them
-    ends a lexeme while the other is still alive, or None."""
-    for u, v, spell in _pairs(b, f, (start, 0)):
+    ends a lexeme while the other is still alive, or None (`steps`: `_steps(b, f)`)."""
+    for u, v, spell in _pairs(b, f, (start, 0), steps):
         if b.accepting[u] or f.accepting[v]:
             return spell()
     return None
 
 
+def _steps(a: _Lists, b: _Lists) -> list[tuple[tuple[int, int], int]]:
+    """One byte per pair of classes the two automata put it in."""
+    classes = zip(a.class_of_byte, b.class_of_byte, strict=True)
+    return list({pair: byte for byte, pair in enumerate(classes)}.items())
+
+
 def _pairs(
-    a: _Lists, b: _Lists, start: tuple[int, int]
+    a: _Lists, b: _Lists, start: tuple[int, int], steps: list[tuple[tuple[int, int], int]]
 ) -> Iterator[tuple[int, int, Callable[[], bytes]]]:
     """The state pairs both automata reach together from `start`, breadth first, each
-    with a function spelling the bytes that lead there (dead states are not followed)."""
-    # One byte per pair of classes the two automata put it in.
-    classes = zip(a.class_of_byte, b.class_of_byte, strict=True)
-    steps = list({pair: byte for byte, pair in enumerate(classes)}.items())
+    with a function spelling the bytes that lead there (dead states are not followed;
+    `steps`: `_steps(a, b)`)."""
     ta, tb = a.transitions, b.transitions
     parent: dict[tuple[int, int], tuple[tuple[int, int], int] | None] = {start: None}
     frontier = [start]
