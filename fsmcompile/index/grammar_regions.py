@@ -23,6 +23,7 @@ from fsmcompile.index.bits import bitmask_words, pack_bool_rows
 from fsmcompile.index.grammar_lexer import LexerShapes
 from fsmcompile.index.regions import Region, find_regions, walk_roles
 from fsmcompile.index.sorted_keys import positions_of
+from fsmcompile.index.wide_rows import unique_wide_rows
 from fsmcompile.vocabulary import Vocabulary
 
 # Entries deeper than this are walked: their subtrees are small, and each served depth
@@ -97,11 +98,17 @@ class _RoleView:
     """One role's part of a cached walk at one depth: the staying tokens and the exits,
     each sorted by their depth-d ancestor (the served entry's node, so an entry's tokens
     are one slice), staying tokens then by end role.
+
+    The staying tokens fall into runs of one (ancestor, end role): run r spans
+    `inside_tokens[run_start[r] : run_start[r + 1]]`, ends in role `run_end[r]` and sits
+    under node `run_top[r]`. Roles and sinks are the region's, not a lexer's shapes: the
+    view serves every schema whose lexer has a region of this shape.
     """
 
-    inside_end: npt.NDArray[np.int64]
     inside_tokens: npt.NDArray[np.int64]
-    inside_top: npt.NDArray[np.int64]
+    run_top: npt.NDArray[np.int64]
+    run_end: npt.NDArray[np.int64]
+    run_start: npt.NDArray[np.int64]
     exit_node: npt.NDArray[np.int64]
     exit_sink: npt.NDArray[np.int64]
     exit_top: npt.NDArray[np.int64]
@@ -128,6 +135,19 @@ class RegionServer:
         for i, region in enumerate(self.regions):
             self.region_of[region.states] = i
             self.role_of[region.states] = np.arange(region.states.shape[0])
+        # Regions of one shape share their walks: a served entry is looked up by its view
+        # (shape, role), and its region maps the view's roles and sinks back to shapes.
+        kinds: dict[str, int] = {}
+        kind = [kinds.setdefault(r.shape_key, len(kinds)) for r in self.regions]
+        width = max((r.states.shape[0] for r in self.regions), default=1)
+        sinks = max((r.exit_targets.shape[0] for r in self.regions), default=1)
+        self.view_of = np.full(shapes.num_shapes, -1, dtype=np.int64)
+        self.role_shape = np.full((len(self.regions), width), -1, dtype=np.int64)
+        self.sink_shape = np.full((len(self.regions), max(sinks, 1)), -1, dtype=np.int64)
+        for i, region in enumerate(self.regions):
+            self.view_of[region.states] = kind[i] * width + np.arange(region.states.shape[0])
+            self.role_shape[i, : region.states.shape[0]] = region.states
+            self.sink_shape[i, : region.exit_targets.shape[0]] = region.exit_targets
         self.vocab = vocab
         trie = vocab.trie
         self._token_node = trie.token_node.astype(np.int64)
@@ -164,10 +184,15 @@ class RegionServer:
             leaving = np.flatnonzero(walk.exit_role == role)
             exit_top = self._ancestors(depth, walk.exit_node[leaving])
             leaving, exit_top = leaving[np.argsort(exit_top, kind="stable")], np.sort(exit_top)
+            changes = np.flatnonzero(
+                (inside_top[1:] != inside_top[:-1]) | (inside_end[1:] != inside_end[:-1])
+            )
+            run_first = np.concatenate([[0], changes + 1]) if inside.shape[0] else changes
             view = _RoleView(
-                inside_end=inside_end,
                 inside_tokens=tokens,
-                inside_top=inside_top,
+                run_top=inside_top[run_first],
+                run_end=inside_end[run_first],
+                run_start=np.append(run_first, inside.shape[0]).astype(np.int64),
                 exit_node=walk.exit_node[leaving],
                 exit_sink=walk.exit_sink[leaving],
                 exit_top=exit_top,
@@ -190,31 +215,6 @@ class RegionServer:
         self.stays.patterns.append(tokens)
         self.stays.sources.append(source)
 
-    def _serve_node(
-        self,
-        view: _RoleView,
-        region: Region,
-        seq: int,
-        node: int,
-        origins: npt.NDArray[np.uint64],
-    ) -> Entries | None:
-        """Serve one entry below the root (node `node`); returns its exits, if any."""
-        lo, hi = np.searchsorted(view.inside_top, (node, node + 1)).tolist()
-        cuts = np.searchsorted(view.inside_end[lo:hi], np.arange(region.states.shape[0] + 1)) + lo
-        for role_end in np.flatnonzero(cuts[1:] > cuts[:-1]).tolist():
-            a, b = int(cuts[role_end]), int(cuts[role_end + 1])
-            state = int(region.states[role_end])
-            self._stay(seq, state, origins, view.inside_tokens[a:b], (view, a, b))
-        lo, hi = np.searchsorted(view.exit_top, (node, node + 1)).tolist()
-        if hi == lo:
-            return None
-        return Entries(
-            nodes=view.exit_node[lo:hi],
-            states=region.exit_targets[view.exit_sink[lo:hi]].astype(np.int64),
-            seq=np.full(hi - lo, seq, dtype=np.int64),
-            bits=np.broadcast_to(origins, (hi - lo, origins.shape[0])),
-        )
-
     def serve(
         self,
         depth: int,
@@ -226,60 +226,90 @@ class RegionServer:
         """Serve walk entries at trie depth `depth` whose shape is a region role.
 
         Records the groups of the tokens below each entry that stay in the region and
-        returns the entries where tokens leave it. Entries with equal (shape, seq,
-        origins) form one group: their nodes only select which subtrees count.
+        returns the entries where tokens leave it. Staying runs with equal (view, seq,
+        end shape, origins) form one group: their entries' nodes only select which
+        subtrees count. All entries of one view (region shape and role, shared by every
+        region of that shape) are looked up at once: the Python work is per view and per
+        group, not per entry.
         """
-        words = bits.shape[1]
-        out_nodes, out_states, out_seq, out_bits = [], [], [], []
-        span = int(seq.max()) + 1
-        classes, class_of = np.unique(states * span + seq, return_inverse=True)
-        by_class = np.argsort(class_of.reshape(-1), kind="stable")
-        class_end = np.cumsum(np.bincount(class_of.reshape(-1), minlength=classes.shape[0]))
-        row = np.dtype((np.void, bits.dtype.itemsize * words))
-        for c, packed in enumerate(classes.tolist()):
-            state, sq = divmod(packed, span)
-            members = by_class[(class_end[c - 1] if c else 0) : class_end[c]]
-            region = self.regions[int(self.region_of[state])]
-            view = self._walk(region, int(self.role_of[state]), depth)
-            if members.shape[0] == 1:
-                # One entry: its tokens are one slice of the view, already by end role.
-                exits = self._serve_node(view, region, sq, int(nodes[members[0]]), bits[members[0]])
-                if exits is not None:
-                    out_nodes.append(exits.nodes)
-                    out_states.append(exits.states)
-                    out_seq.append(exits.seq)
-                    out_bits.append(exits.bits)
-                continue
-            # Within one (shape, seq) the walk's entries have distinct nodes; equal origin
-            # bitsets make one group.
-            member_bits = np.ascontiguousarray(bits[members])
-            _, first, group = np.unique(
-                member_bits.view(row).reshape(-1), return_index=True, return_inverse=True
+        view_ids, view_at = np.unique(self.view_of[states], return_inverse=True)
+        by_view = np.argsort(view_at.reshape(-1), kind="stable")
+        bounds = np.cumsum(np.bincount(view_at.reshape(-1), minlength=view_ids.shape[0]))
+        region_at = self.region_of[states]
+        views: list[_RoleView] = []
+        run_entry, run_view, run_a, run_b, run_state = [], [], [], [], []
+        exit_entry, exit_node, exit_state = [], [], []
+        for k in range(view_ids.shape[0]):
+            members = by_view[(bounds[k - 1] if k else 0) : bounds[k]]
+            shape = int(states[members[0]])
+            view = self._walk(
+                self.regions[int(self.region_of[shape])], int(self.role_of[shape]), depth
             )
-            group = group.reshape(-1)
-            uniq_bits = member_bits[first]
-            m = region.states.shape[0]
-            at, owner = positions_of(view.inside_top, nodes[members])
-            key = group[owner] * m + view.inside_end[at]
-            order = np.argsort(key, kind="stable")
-            key, tokens = key[order], view.inside_tokens[at[order]]
-            starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
-            bounds = np.append(starts, key.shape[0]).tolist() if key.shape[0] else [0]
-            for a, b in zip(bounds[:-1], bounds[1:], strict=True):
-                grp, role_end = divmod(int(key[a]), m)
-                self._stay(sq, int(region.states[role_end]), uniq_bits[grp], tokens[a:b])
+            views.append(view)
+            at, owner = positions_of(view.run_top, nodes[members])
+            runs_of = members[owner]
+            run_entry.append(runs_of)
+            run_view.append(np.full(at.shape[0], k, dtype=np.int64))
+            run_a.append(view.run_start[at])
+            run_b.append(view.run_start[at + 1])
+            run_state.append(self.role_shape[region_at[runs_of], view.run_end[at]])
             at, owner = positions_of(view.exit_top, nodes[members])
-            if at.shape[0]:
-                out_nodes.append(view.exit_node[at])
-                out_states.append(region.exit_targets[view.exit_sink[at]])
-                out_seq.append(np.full(at.shape[0], sq, dtype=np.int64))
-                out_bits.append(uniq_bits[group[owner]])
-        if not out_nodes:
-            empty = np.zeros(0, dtype=np.int64)
-            return Entries(empty, empty, empty, np.zeros((0, words), dtype=np.uint64))
+            leaves = members[owner]
+            exit_entry.append(leaves)
+            exit_node.append(view.exit_node[at])
+            exit_state.append(self.sink_shape[region_at[leaves], view.exit_sink[at]])
+        entry = np.concatenate(run_entry)
+        if entry.shape[0]:
+            self._stay_runs(
+                views,
+                np.concatenate(run_view),
+                np.concatenate(run_a),
+                np.concatenate(run_b),
+                np.concatenate(run_state),
+                seq[entry],
+                bits[entry],
+            )
+        leaving = np.concatenate(exit_entry)
         return Entries(
-            nodes=np.concatenate(out_nodes),
-            states=np.concatenate(out_states).astype(np.int64),
-            seq=np.concatenate(out_seq),
-            bits=np.concatenate(out_bits),
+            nodes=np.concatenate(exit_node),
+            states=np.concatenate(exit_state),
+            seq=seq[leaving],
+            bits=bits[leaving],
         )
+
+    def _stay_runs(
+        self,
+        views: list[_RoleView],
+        view_of: npt.NDArray[np.int64],
+        run_a: npt.NDArray[np.int64],
+        run_b: npt.NDArray[np.int64],
+        state: npt.NDArray[np.int64],
+        seq: npt.NDArray[np.int64],
+        bits: npt.NDArray[np.uint64],
+    ) -> None:
+        """One stay group per distinct (view, seq, end shape, origins) of the staying runs
+        (run i: `views[view_of[i]].inside_tokens[run_a[i] : run_b[i]]`).
+
+        The end shape names the region, so a group's runs come from one lexer state and
+        sit under distinct nodes: its tokens are distinct. A
+        group of one run keeps its slice of the view as its source, so the view can keep
+        the packed row for the next schema that meets the same slice.
+        """
+        keys = np.stack([view_of, seq, state], axis=1).astype(np.uint64)
+        first, group = unique_wide_rows(bits, keys)
+        order = np.argsort(group, kind="stable").tolist()
+        sizes = np.bincount(group, minlength=first.shape[0]).tolist()
+        starts = np.concatenate([[0], np.cumsum(sizes)]).tolist()
+        view_list, a_list, b_list = view_of.tolist(), run_a.tolist(), run_b.tolist()
+        seq_list, state_list = seq.tolist(), state.tolist()
+        for g, head in enumerate(first.tolist()):
+            members = order[starts[g] : starts[g + 1]]
+            if len(members) == 1:
+                view, a, b = views[view_list[head]], a_list[head], b_list[head]
+                tokens = view.inside_tokens[a:b]
+                self._stay(seq_list[head], state_list[head], bits[head], tokens, (view, a, b))
+                continue
+            tokens = np.concatenate(
+                [views[view_list[p]].inside_tokens[a_list[p] : b_list[p]] for p in members]
+            )
+            self._stay(seq_list[head], state_list[head], bits[head], tokens)
