@@ -339,14 +339,17 @@ def walk_grammar_tokens(
         q = state[parent]
         nq = trans[q, cls]
         lab = label[q]
+        # An edge lives on if the lexeme goes on, or ends (a cut) and the byte starts the
+        # next one. At the first level only the former: a lexeme that ends exactly where
+        # the token starts has the token read from the next context's start, whose
+        # outcomes are recorded there already. The runtime composes those
+        # (GrammarIndex.kill_masks); walking them again from every labelled origin would
+        # repeat most of the vocabulary per terminal. Most edges die (every origin meets
+        # every first byte), so they are dropped before the rest of the step.
+        live = np.flatnonzero((nq >= 0) if first_level else (nq >= 0) | (lab >= 0))
+        first_level = False
+        parent, child, cls, q, nq, lab = (a[live] for a in (parent, child, cls, q, nq, lab))
         cut = (lab >= 0) & ~has_label[nq]
-        if first_level:
-            # A lexeme that ends exactly where the token starts: the token is then read
-            # from the next context's start, whose outcomes are recorded there already.
-            # The runtime composes those (GrammarIndex.kill_masks); walking them again from
-            # every labelled origin would repeat most of the vocabulary per terminal.
-            cut &= nq >= 0
-            first_level = False
         fork = np.where(cut & (nq >= 0), nq, -1)
         seq_context = np.asarray(sequences.context, dtype=np.int64)
 
