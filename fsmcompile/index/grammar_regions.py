@@ -13,6 +13,7 @@ come back as entries at their exit node, where the walk goes on.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,6 +30,36 @@ from fsmcompile.vocabulary import Vocabulary
 # Entries deeper than this are walked: their subtrees are small, and each served depth
 # costs one cached walk per shape.
 MAX_SERVED_DEPTH = 16
+KEPT_ROWS = 1024
+"""Packed rows kept per vocabulary (16 KiB each at 128k tokens, 16 MiB in all): schemas
+of one family meet the same slices again, and the bound keeps a server's memory flat."""
+
+ViewKey = tuple[str, int, int]
+"""A cached walk's (region shape, role, depth)."""
+Slices = tuple[tuple[int, int], ...]
+"""Sorted (start, stop) ranges of a view's `inside_tokens` that a stay group gathers."""
+
+
+class KeptRows:
+    """The packed rows of recent stay groups, by (view, slices), least recently used
+    dropped first: every schema with a free string packs the same ~120k-token interior,
+    which costs milliseconds each time."""
+
+    def __init__(self, max_rows: int = KEPT_ROWS) -> None:
+        self.max_rows = max_rows
+        self._rows: OrderedDict[tuple[ViewKey, Slices], npt.NDArray[np.int32]] = OrderedDict()
+
+    def get(self, key: tuple[ViewKey, Slices]) -> npt.NDArray[np.int32] | None:
+        row = self._rows.get(key)
+        if row is not None:
+            self._rows.move_to_end(key)
+        return row
+
+    def put(self, key: tuple[ViewKey, Slices], row: npt.NDArray[np.int32]) -> None:
+        self._rows[key] = row
+        self._rows.move_to_end(key)
+        while len(self._rows) > self.max_rows:
+            self._rows.popitem(last=False)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -52,24 +83,24 @@ class StayGroups:
         origins: the origin bitset of each group (uint64 rows).
         pattern: index into `patterns` per group.
         patterns: token id arrays; groups from equal walks share one.
-        sources: per pattern, the cached walk and slice it was cut from, or None when it
-            gathers several entries' tokens.
+        sources: per pattern, the cached walk and the slices of it the tokens were cut
+            from: the key its packed row is kept under in `kept`.
+        kept: the vocabulary's kept rows.
     """
+
+    kept: KeptRows
 
     seq: list[int] = field(default_factory=list)
     state: list[int] = field(default_factory=list)
     origins: list[npt.NDArray[np.uint64]] = field(default_factory=list)
     pattern: list[int] = field(default_factory=list)
     patterns: list[npt.NDArray[np.int64]] = field(default_factory=list)
-    sources: list[tuple[_RoleView, int, int] | None] = field(default_factory=list)
+    sources: list[tuple[ViewKey, Slices]] = field(default_factory=list)
 
     def packed_rows(self, chosen: list[int], vocab_size: int) -> npt.NDArray[np.int32]:
-        """int32[len(chosen), W]: the chosen patterns as packed rows.
-
-        A pattern cut from a cached walk keeps its row with the walk: every schema with a
-        free string packs the same ~120k-token interior, which costs milliseconds.
-        """
-        kept = [_kept_row(self.sources[p]) for p in chosen]
+        """int32[len(chosen), W]: the chosen patterns as packed rows, packed once per
+        vocabulary while `kept` holds them."""
+        kept = [self.kept.get(self.sources[p]) for p in chosen]
         fresh = [p for p, row in zip(chosen, kept, strict=True) if row is None]
         made: dict[int, npt.NDArray[np.int32]] = {}
         if fresh:  # one scatter for all of them, not one per pattern
@@ -81,16 +112,9 @@ class StayGroups:
             ] = True
             made = dict(zip(fresh, pack_bool_rows(allowed), strict=True))
             for p, row in made.items():
-                source = self.sources[p]
-                if source is not None:
-                    source[0].packed[source[1:]] = row
+                self.kept.put(self.sources[p], row)
         rows = [made[p] if row is None else row for p, row in zip(chosen, kept, strict=True)]
         return np.stack(rows) if rows else np.zeros((0, bitmask_words(vocab_size)), np.int32)
-
-
-def _kept_row(source: tuple[_RoleView, int, int] | None) -> npt.NDArray[np.int32] | None:
-    """The packed row a cached walk keeps for this slice, if any."""
-    return None if source is None else source[0].packed.get(source[1:])
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -112,8 +136,7 @@ class _RoleView:
     exit_node: npt.NDArray[np.int64]
     exit_sink: npt.NDArray[np.int64]
     exit_top: npt.NDArray[np.int64]
-    packed: dict[tuple[int, int], npt.NDArray[np.int32]] = field(default_factory=dict)
-    """Packed rows of the `inside_tokens` slices that became dense groups (StayGroups)."""
+    key: ViewKey
 
 
 class RegionServer:
@@ -152,7 +175,7 @@ class RegionServer:
         trie = vocab.trie
         self._token_node = trie.token_node.astype(np.int64)
         self._token_ids = trie.token_ids
-        self.stays = StayGroups()
+        self.stays = StayGroups(vocab.__dict__.setdefault("_region_kept_rows", KeptRows()))
 
     def _ancestors(self, depth: int, nodes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """The depth-`depth` ancestor of each node (nodes deeper than `depth`).
@@ -167,9 +190,7 @@ class RegionServer:
     def _walk(self, region: Region, role: int, depth: int) -> _RoleView:
         """The cached walk of one role, with the depth-`depth` ancestors it needs (cached
         per vocabulary, like the walk)."""
-        views: dict[tuple[str, int, int], _RoleView] = self.vocab.__dict__.setdefault(
-            "_region_role_views", {}
-        )
+        views: dict[ViewKey, _RoleView] = self.vocab.__dict__.setdefault("_region_role_views", {})
         key = (region.shape_key, role, depth)
         view = views.get(key)
         if view is None:
@@ -196,6 +217,7 @@ class RegionServer:
                 exit_node=walk.exit_node[leaving],
                 exit_sink=walk.exit_sink[leaving],
                 exit_top=exit_top,
+                key=key,
             )
             views[key] = view
         return view
@@ -206,7 +228,7 @@ class RegionServer:
         state: int,
         origins: npt.NDArray[np.uint64],
         tokens: npt.NDArray[np.int64],
-        source: tuple[_RoleView, int, int] | None = None,
+        source: tuple[ViewKey, Slices],
     ) -> None:
         self.stays.seq.append(seq)
         self.stays.state.append(state)
@@ -291,9 +313,9 @@ class RegionServer:
         (run i: `views[view_of[i]].inside_tokens[run_a[i] : run_b[i]]`).
 
         The end shape names the region, so a group's runs come from one lexer state and
-        sit under distinct nodes: its tokens are distinct. A
-        group of one run keeps its slice of the view as its source, so the view can keep
-        the packed row for the next schema that meets the same slice.
+        sit under distinct nodes: its tokens are distinct. The group keeps its slices of
+        the view as its source, the key its packed row is kept under for the next schema
+        that meets the same slices.
         """
         keys = np.stack([view_of, seq, state], axis=1).astype(np.uint64)
         first, group = unique_wide_rows(bits, keys)
@@ -304,12 +326,11 @@ class RegionServer:
         seq_list, state_list = seq.tolist(), state.tolist()
         for g, head in enumerate(first.tolist()):
             members = order[starts[g] : starts[g + 1]]
-            if len(members) == 1:
-                view, a, b = views[view_list[head]], a_list[head], b_list[head]
-                tokens = view.inside_tokens[a:b]
-                self._stay(seq_list[head], state_list[head], bits[head], tokens, (view, a, b))
-                continue
-            tokens = np.concatenate(
-                [views[view_list[p]].inside_tokens[a_list[p] : b_list[p]] for p in members]
+            view = views[view_list[head]]
+            slices = tuple(sorted((a_list[p], b_list[p]) for p in members))
+            tokens = (
+                view.inside_tokens[slices[0][0] : slices[0][1]]
+                if len(slices) == 1
+                else np.concatenate([view.inside_tokens[a:b] for a, b in slices])
             )
-            self._stay(seq_list[head], state_list[head], bits[head], tokens)
+            self._stay(seq_list[head], state_list[head], bits[head], tokens, (view.key, slices))

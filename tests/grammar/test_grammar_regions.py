@@ -18,7 +18,7 @@ from fsmcompile.index.bits import unpack_row
 from fsmcompile.index.grammar_exits import exit_sets
 from fsmcompile.index.grammar_index import next_contexts
 from fsmcompile.index.grammar_lexer import build_lexer_automaton, lexer_shapes
-from fsmcompile.index.grammar_regions import RegionServer
+from fsmcompile.index.grammar_regions import KeptRows, RegionServer
 from fsmcompile.index.grammar_walk import (
     ConstraintTable,
     SequenceTable,
@@ -180,8 +180,9 @@ def test_level_merged_walk_keeps_every_exit_set(gpt2: Vocabulary) -> None:
 
 
 def test_packed_stay_rows_kept_with_the_walk_equal_fresh_packing(gpt2: Vocabulary) -> None:
-    """A stay pattern's packed row, cached with its region walk on the first call and read
-    back on the second, holds exactly the pattern's tokens."""
+    """A stay pattern's packed row, kept on the first call and read back on the second,
+    holds exactly the pattern's tokens, whether it is one slice of a cached walk or
+    gathers several."""
     grammar = _schema_grammar(SCHEMAS["free_form"])
     shapes = lexer_shapes(build_lexer_automaton(grammar, max_states=100_000))
     server = RegionServer(shapes, gpt2)
@@ -193,15 +194,25 @@ def test_packed_stay_rows_kept_with_the_walk_equal_fresh_packing(gpt2: Vocabular
     stays = server.stays
     chosen = [p for p, pattern in enumerate(stays.patterns) if pattern.shape[0] >= 256]
     sources = [stays.sources[p] for p in chosen]
-    assert any(sources), "a big pattern should be a slice of a cached walk"
-    for source in sources:
-        if source is not None:
-            source[0].packed.clear()
+    assert chosen, "the free-form schema has big stay patterns"
+    stays.kept = KeptRows()
     first = stays.packed_rows(chosen, gpt2.size)
-    assert all(s[1:] in s[0].packed for s in sources if s is not None)
+    assert all(stays.kept.get(source) is not None for source in sources)
     second = stays.packed_rows(chosen, gpt2.size)
     for p, row, again in zip(chosen, first, second, strict=True):
         expected = np.zeros(gpt2.size, dtype=np.bool_)
         expected[stays.patterns[p]] = True
         assert np.array_equal(unpack_row(row, gpt2.size), expected)
         assert np.array_equal(again, row)
+
+
+def test_kept_rows_drop_the_least_recently_used_first() -> None:
+    kept = KeptRows(max_rows=2)
+    rows = [np.full(4, i, dtype=np.int32) for i in range(3)]
+    keys = [(("shape", 0, d), ((0, 1),)) for d in range(3)]
+    kept.put(keys[0], rows[0])
+    kept.put(keys[1], rows[1])
+    assert kept.get(keys[0]) is rows[0]  # now the most recently used
+    kept.put(keys[2], rows[2])
+    assert kept.get(keys[1]) is None
+    assert kept.get(keys[0]) is rows[0] and kept.get(keys[2]) is rows[2]
