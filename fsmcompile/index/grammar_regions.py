@@ -13,6 +13,7 @@ come back as entries at their exit node, where the walk goes on.
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
@@ -48,18 +49,21 @@ class KeptRows:
     def __init__(self, max_rows: int = KEPT_ROWS) -> None:
         self.max_rows = max_rows
         self._rows: OrderedDict[tuple[ViewKey, Slices], npt.NDArray[np.int32]] = OrderedDict()
+        self._lock = threading.Lock()  # compiles of one vocabulary may run in threads
 
     def get(self, key: tuple[ViewKey, Slices]) -> npt.NDArray[np.int32] | None:
-        row = self._rows.get(key)
-        if row is not None:
-            self._rows.move_to_end(key)
-        return row
+        with self._lock:
+            row = self._rows.get(key)
+            if row is not None:
+                self._rows.move_to_end(key)
+            return row
 
     def put(self, key: tuple[ViewKey, Slices], row: npt.NDArray[np.int32]) -> None:
-        self._rows[key] = row
-        self._rows.move_to_end(key)
-        while len(self._rows) > self.max_rows:
-            self._rows.popitem(last=False)
+        with self._lock:
+            self._rows[key] = row
+            self._rows.move_to_end(key)
+            while len(self._rows) > self.max_rows:
+                self._rows.popitem(last=False)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -82,7 +86,7 @@ class StayGroups:
         state: the shape the tokens end in, per group.
         origins: the origin bitset of each group (uint64 rows).
         pattern: index into `patterns` per group.
-        patterns: token id arrays; groups from equal walks share one.
+        patterns: token id arrays, one per group.
         sources: per pattern, the cached walk and the slices of it the tokens were cut
             from: the key its packed row is kept under in `kept`.
         kept: the vocabulary's kept rows.
