@@ -271,8 +271,7 @@ def _groups(
     keys = np.stack([records.seq.astype(np.uint64), xset], axis=1)
     first, group_of_rec = unique_wide_rows(records.origins, keys)
     walked = first.shape[0]
-    stay_pattern = np.asarray(stays.pattern, dtype=np.int64)
-    num_groups = walked + stay_pattern.shape[0]
+    num_groups = walked + len(stays.patterns)
     # Tokens of each record's trie node (several ids can share bytes).
     by_node = np.argsort(trie.token_node, kind="stable")
     node_sorted = trie.token_node[by_node].astype(np.int64)
@@ -281,7 +280,7 @@ def _groups(
     member = _sorted_unique(group_of_rec[rec] * vocab.size + tokens)
     group_of, tokens = member // vocab.size, member % vocab.size
     pattern_sizes = np.asarray([p.shape[0] for p in stays.patterns], dtype=np.int64)
-    sizes = np.concatenate([np.bincount(group_of, minlength=walked), pattern_sizes[stay_pattern]])
+    sizes = np.concatenate([np.bincount(group_of, minlength=walked), pattern_sizes])
     dense = np.flatnonzero(sizes[:walked] >= _DENSE_MIN_TOKENS)
     in_dense = np.full(walked, -1, dtype=np.int64)
     in_dense[dense] = np.arange(dense.shape[0])
@@ -299,9 +298,9 @@ def _groups(
     row_of_pattern[dense_patterns] = row_of[dense.shape[0] :]
     group_dense = np.full(num_groups, -1, dtype=np.int32)
     group_dense[dense] = row_of[: dense.shape[0]]
-    group_dense[walked:] = row_of_pattern[stay_pattern]
+    group_dense[walked:] = row_of_pattern
     listed_sizes = np.where(group_dense < 0, sizes, 0)
-    listed_stays = [stays.patterns[p] for p in stays.pattern if row_of_pattern[p] < 0]
+    listed_stays = [p for p, row in zip(stays.patterns, row_of_pattern, strict=True) if row < 0]
     group_tokens = np.concatenate([tokens[listed], *listed_stays])
     # Entries: (origin, group) pairs from each group's origin bitset, sorted by origin.
     words = records.origins.shape[1]

@@ -79,14 +79,13 @@ class Entries:
 
 @dataclass(slots=True)
 class StayGroups:
-    """Groups of tokens that stay inside a region (G groups over P token patterns).
+    """Groups of tokens that stay inside a region, each with its token pattern.
 
     Attributes:
         seq: the sequence emitted before the region was entered, per group.
         state: the shape the tokens end in, per group.
         origins: the origin bitset of each group (uint64 rows).
-        pattern: index into `patterns` per group.
-        patterns: token id arrays, one per group.
+        patterns: the token ids of each group.
         sources: per pattern, the cached walk and the slices of it the tokens were cut
             from: the key its packed row is kept under in `kept`.
         kept: the vocabulary's kept rows.
@@ -97,7 +96,6 @@ class StayGroups:
     seq: list[int] = field(default_factory=list)
     state: list[int] = field(default_factory=list)
     origins: list[npt.NDArray[np.uint64]] = field(default_factory=list)
-    pattern: list[int] = field(default_factory=list)
     patterns: list[npt.NDArray[np.int64]] = field(default_factory=list)
     sources: list[tuple[ViewKey, Slices]] = field(default_factory=list)
 
@@ -167,10 +165,10 @@ class RegionServer:
         kinds: dict[str, int] = {}
         kind = [kinds.setdefault(r.shape_key, len(kinds)) for r in self.regions]
         width = max((r.states.shape[0] for r in self.regions), default=1)
-        sinks = max((r.exit_targets.shape[0] for r in self.regions), default=1)
+        sinks = max([1, *(r.exit_targets.shape[0] for r in self.regions)])
         self.view_of = np.full(shapes.num_shapes, -1, dtype=np.int64)
         self.role_shape = np.full((len(self.regions), width), -1, dtype=np.int64)
-        self.sink_shape = np.full((len(self.regions), max(sinks, 1)), -1, dtype=np.int64)
+        self.sink_shape = np.full((len(self.regions), sinks), -1, dtype=np.int64)
         for i, region in enumerate(self.regions):
             self.view_of[region.states] = kind[i] * width + np.arange(region.states.shape[0])
             self.role_shape[i, : region.states.shape[0]] = region.states
@@ -237,7 +235,6 @@ class RegionServer:
         self.stays.seq.append(seq)
         self.stays.state.append(state)
         self.stays.origins.append(origins)
-        self.stays.pattern.append(len(self.stays.patterns))
         self.stays.patterns.append(tokens)
         self.stays.sources.append(source)
 
@@ -306,7 +303,7 @@ class RegionServer:
     def _stay_runs(
         self,
         views: list[_RoleView],
-        view_of: npt.NDArray[np.int64],
+        run_view: npt.NDArray[np.int64],
         run_a: npt.NDArray[np.int64],
         run_b: npt.NDArray[np.int64],
         state: npt.NDArray[np.int64],
@@ -314,19 +311,19 @@ class RegionServer:
         bits: npt.NDArray[np.uint64],
     ) -> None:
         """One stay group per distinct (view, seq, end shape, origins) of the staying runs
-        (run i: `views[view_of[i]].inside_tokens[run_a[i] : run_b[i]]`).
+        (run i: `views[run_view[i]].inside_tokens[run_a[i] : run_b[i]]`).
 
         The end shape names the region, so a group's runs come from one lexer state and
         sit under distinct nodes: its tokens are distinct. The group keeps its slices of
         the view as its source, the key its packed row is kept under for the next schema
         that meets the same slices.
         """
-        keys = np.stack([view_of, seq, state], axis=1).astype(np.uint64)
+        keys = np.stack([run_view, seq, state], axis=1).astype(np.uint64)
         first, group = unique_wide_rows(bits, keys)
         order = np.argsort(group, kind="stable").tolist()
         sizes = np.bincount(group, minlength=first.shape[0]).tolist()
         starts = np.concatenate([[0], np.cumsum(sizes)]).tolist()
-        view_list, a_list, b_list = view_of.tolist(), run_a.tolist(), run_b.tolist()
+        view_list, a_list, b_list = run_view.tolist(), run_a.tolist(), run_b.tolist()
         seq_list, state_list = seq.tolist(), state.tolist()
         for g, head in enumerate(first.tolist()):
             members = order[starts[g] : starts[g + 1]]

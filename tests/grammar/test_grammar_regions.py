@@ -91,10 +91,10 @@ def _outcomes(
             rows.append(_rows(origin, int(records.seq[r]), int(records.state[r]), tokens))
     if server is not None:
         stays = server.stays
-        for g in range(len(stays.pattern)):
+        for g in range(len(stays.patterns)):
             bits = np.asarray(stays.origins[g], dtype=np.uint64)[None, :]
             row_flags = np.unpackbits(bits.view(np.uint8), axis=1, bitorder="little")[0]
-            tokens = stays.patterns[stays.pattern[g]]
+            tokens = stays.patterns[g]
             for origin in np.flatnonzero(row_flags[:num_origins]).tolist():
                 rows.append(_rows(origin, stays.seq[g], stays.state[g], tokens))
     return np.unique(np.concatenate(rows), axis=0)
@@ -125,7 +125,7 @@ SEQUENCES = SequenceTable()
 def test_served_schema_walk_equals_plain_walk(name: str, gpt2: Vocabulary) -> None:
     plain, served, server = _walk_both(_schema_grammar(SCHEMAS[name]), gpt2)
     assert server.regions, "the grammar should have string interiors to serve"
-    assert server.stays.pattern, "some tokens should stay inside an interior"
+    assert server.stays.patterns, "some tokens should stay inside an interior"
     assert np.array_equal(plain, served)
 
 
