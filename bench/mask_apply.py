@@ -1,4 +1,4 @@
-"""Bitmask apply on CPU: our `apply_token_bitmask_inplace` against a bare `masked_fill_`.
+"""Bitmask apply: our `apply_token_bitmask_inplace` against a bare `masked_fill_`.
 
 The bare baseline gets a precomputed bool[B, V] mask, i.e. it skips the unpacking our
 kernels do; the ratio is the price of the 32x smaller bit-packed mask. Masks are a mix of
@@ -6,6 +6,10 @@ realistic rows: dense (inside a JSON string, ~98% allowed), sparse (a few hundre
 like digits or keywords) and random (the worst case for a branchy fill).
 
     python -m bench.mask_apply [--vocab 128256] [--batches 1,64,256,1024] [--quick]
+                               [--device cuda]
+
+On CUDA every timed round ends in a device synchronize, so the figures are kernel time
+plus launch, not launch alone; the numpy kernel is host-only and is left out there.
 
 Prints machine, versions and ratios; writes bench/results/mask_apply.json. Nothing here
 is asserted by a test.
@@ -61,14 +65,19 @@ def realistic_masks(rng: np.random.Generator, batch: int, vocab: int) -> np.ndar
     return allowed
 
 
-def best_of(fn: Callable[[], object], repeats: int, rounds: int) -> float:
-    """Best mean seconds per call over `rounds` rounds of `repeats` calls (noise-robust)."""
+def best_of(fn: Callable[[], object], repeats: int, rounds: int, sync: Callable[[], None]) -> float:
+    """Best mean seconds per call over `rounds` rounds of `repeats` calls (noise-robust).
+
+    `sync` waits for queued device work, so asynchronous kernels are timed whole.
+    """
     fn()
+    sync()
     best = float("inf")
     for _ in range(rounds):
         start = time.perf_counter()
         for _ in range(repeats):
             fn()
+        sync()
         best = min(best, (time.perf_counter() - start) / repeats)
     return best
 
@@ -81,32 +90,36 @@ def time_all(
     rounds: int,
 ) -> dict[str, float]:
     """Seconds per call of each contender on the same logits (masking is idempotent)."""
-    host_logits, host_bitmask = logits.numpy(), bitmask.numpy()
     contenders: dict[str, Callable[[], object]] = {
         "bare_masked_fill": lambda: logits.masked_fill_(disallowed, float("-inf")),
         "ours": lambda: apply_token_bitmask_inplace(logits, bitmask),
         "torch_kernel": lambda: torch_kernel.apply_bitmask_inplace(logits, bitmask, None),
-        "numpy_kernel": lambda: numpy_kernel.apply_bitmask_inplace(host_logits, host_bitmask, None),
     }
+    if logits.device.type == "cpu":
+        host_logits, host_bitmask = logits.numpy(), bitmask.numpy()
+        contenders["numpy_kernel"] = lambda: numpy_kernel.apply_bitmask_inplace(
+            host_logits, host_bitmask, None
+        )
     if logits.shape[0] > 1:
         # Half the rows through `indices`: the vLLM processor's mixed-batch path.
-        half = torch.arange(0, logits.shape[0], 2)
+        half = torch.arange(0, logits.shape[0], 2, device=logits.device)
         half_bitmask = bitmask[half]
         contenders["ours_half_rows_indices"] = lambda: apply_token_bitmask_inplace(
             logits, half_bitmask, half
         )
-    return {name: best_of(fn, repeats, rounds) for name, fn in contenders.items()}
+    sync = torch.cuda.synchronize if logits.device.type == "cuda" else lambda: None
+    return {name: best_of(fn, repeats, rounds, sync) for name, fn in contenders.items()}
 
 
-def run(vocab: int, batches: list[int], rounds: int) -> dict[str, Any]:
+def run(vocab: int, batches: list[int], rounds: int, device: str) -> dict[str, Any]:
     rng = np.random.default_rng(0)
     rows = []
     for batch in batches:
         allowed = realistic_masks(rng, batch, vocab)
-        bitmask = torch.from_numpy(pack_bool_rows(allowed))
-        disallowed = torch.from_numpy(~allowed)
-        logits = torch.randn(batch, vocab)
-        repeats = max(1, 64 // batch)
+        bitmask = torch.from_numpy(pack_bool_rows(allowed)).to(device)
+        disallowed = torch.from_numpy(~allowed).to(device)
+        logits = torch.randn(batch, vocab).to(device)
+        repeats = max(1, 64 // batch) if device == "cpu" else 100
         timings = time_all(logits, bitmask, disallowed, repeats, rounds)
         base = timings["bare_masked_fill"]
         row = {
@@ -122,7 +135,7 @@ def run(vocab: int, batches: list[int], rounds: int) -> dict[str, Any]:
                 f"{k} {v:>10.1f}us ({row['ratio_vs_bare'][k]:.2f}x)" for k, v in row["us"].items()
             )
         )
-    return {"vocab": vocab, "rows": rows}
+    return {"vocab": vocab, "device": device, "rows": rows}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -131,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batches", default="1,64,256,1024")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="batches 1,64 and 2 rounds")
+    parser.add_argument("--device", default="cpu", help="torch device of logits and masks")
     parser.add_argument(
         "--threads",
         type=int,
@@ -146,9 +160,10 @@ def main(argv: list[str] | None = None) -> int:
         batches, rounds = [b for b in batches if b <= 64], 2
     info = machine()
     print(json.dumps(info))
-    result = {"machine": info, **run(args.vocab, batches, rounds)}
+    result = {"machine": info, **run(args.vocab, batches, rounds, args.device)}
     RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / "mask_apply.json"
+    suffix = "" if args.device == "cpu" else f"_{args.device.split(':')[0]}"
+    out = RESULTS / f"mask_apply{suffix}.json"
     out.write_text(json.dumps(result, indent=2))
     print(f"wrote {out}")
     return 0

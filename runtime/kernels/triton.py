@@ -10,8 +10,6 @@ Importing this module needs triton; the dispatcher imports it only for CUDA tens
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 import triton
 import triton.language as tl
@@ -19,18 +17,20 @@ import triton.language as tl
 _BLOCK_SIZE = 4096
 
 
+# Triton resolves every name in a kernel's signature as a global of the kernel, so the
+# runtime arguments carry no annotations (an `Any` there fails at the first launch).
 @triton.jit  # type: ignore[untyped-decorator, unused-ignore]
-def _apply_bitmask_kernel(
-    logits_ptr: Any,
-    bitmask_ptr: Any,
-    indices_ptr: Any,
-    vocab_size: Any,
-    num_words: Any,
-    logits_row_stride: Any,
-    bitmask_row_stride: Any,
+def _apply_bitmask_kernel(  # type: ignore[no-untyped-def]
+    logits_ptr,
+    bitmask_ptr,
+    indices_ptr,
+    vocab_size,
+    num_words,
+    logits_row_stride,
+    bitmask_row_stride,
     HAS_INDICES: tl.constexpr,
     BLOCK_SIZE: tl.constexpr,
-) -> None:
+):
     row = tl.program_id(0)
     block = tl.program_id(1)
     if HAS_INDICES:
