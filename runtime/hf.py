@@ -10,6 +10,7 @@ This module imports transformers and torch; `fsmcompile.runtime` never imports i
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -131,7 +132,7 @@ def generate_constrained(
     indexes have no forced-text walk yet, so they decode one token per pass.
 
     Args:
-        model: a transformers causal LM (called with input_ids, past_key_values,
+        model: a transformers causal LM (called with input_ids, its KV cache and
             use_cache=True).
         tokenizer: encodes the prompt: an HF tokenizer or a `tokenizers.Tokenizer`.
         index: the compiled index; its vocabulary must be the tokenizer's.
@@ -159,6 +160,7 @@ def generate_constrained(
     output: list[int] = []
     pending = prompt_ids
     past: Any = None
+    cache_name = _cache_argument(model)
     passes = 0
     forced_count = 0
     stop: StopReason = "max_new_tokens"
@@ -166,11 +168,10 @@ def generate_constrained(
         if jump and isinstance(matcher, Matcher) and matcher.is_complete():
             stop = "eos"  # only EOS can follow: no need to ask the model
             break
-        result = model(
-            input_ids=torch.tensor([pending], device=device), past_key_values=past, use_cache=True
-        )
+        inputs = torch.tensor([pending], device=device)
+        result = model(input_ids=inputs, use_cache=True, **{cache_name: past})
         passes += 1
-        past = result.past_key_values
+        past = getattr(result, cache_name)
         logits = result.logits[0, -1].float()
         matcher.fill_bitmask(bitmask)
         apply_token_bitmask_inplace(logits, torch.from_numpy(bitmask).to(logits.device))
@@ -193,6 +194,16 @@ def generate_constrained(
                 forced_count += len(forced)
     text = b"".join(vocabulary.token_bytes[t] for t in output).decode("utf-8", "replace")
     return ConstrainedGeneration(output, text, stop, passes, forced_count)
+
+
+def _cache_argument(model: Any) -> str:
+    """The name of the KV cache, as the model's `forward` argument and its output's field:
+    transformers 5.24 renamed `past_key_values` to `cache` (and warns at the old name)."""
+    try:
+        parameters = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return "past_key_values"
+    return "cache" if "cache" in parameters else "past_key_values"
 
 
 def _choose(logits: torch.Tensor, do_sample: bool, generator: torch.Generator | None) -> int:
