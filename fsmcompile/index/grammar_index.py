@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,7 @@ import numpy.typing as npt
 
 from fsmcompile.automaton.fragment import unique_rows
 from fsmcompile.index.bits import pack_bool_rows
+from fsmcompile.index.fresh_items import countable_in, lexeme_last_bytes
 from fsmcompile.index.grammar_exits import exit_sets
 from fsmcompile.index.grammar_lexer import (
     LexerAutomaton,
@@ -165,7 +167,10 @@ def build_grammar_index(
     """
     started = time.perf_counter()
     lexer = build_lexer_automaton(
-        grammar, max_states=max_states, deadline=deadline, count_from=vocab.max_token_bytes
+        grammar,
+        max_states=max_states,
+        deadline=deadline,
+        countable=partial(countable_in, vocab, lexeme_last_bytes(grammar)),
     )
     num_terminals = len(grammar.terminals)
     ignored = grammar.ignored

@@ -18,6 +18,7 @@ merged across contexts (Moore minimization), except that a state labelled with a
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,6 +44,10 @@ from fsmcompile.index.sorted_keys import positions_of
 from fsmcompile.spec.lark.grammar import LarkGrammar
 
 _BYTE, _SPLIT, _MATCH = 0, 1, 2
+
+Countable = Callable[[ByteDFA, dict[int, frozenset[int]], int], bool]
+"""(a counted terminal's unbounded automaton, its item starts from `item_starts`, the
+bound) → whether the runtime may count the bound instead of the lexer unrolling it."""
 NFA_STATES_PER_STATE = 8
 
 
@@ -324,15 +329,15 @@ def build_lexer_automaton(
     *,
     max_states: int,
     deadline: float | None = None,
-    count_from: int | None = None,
+    countable: Countable | None = None,
 ) -> LexerAutomaton:
     """One leftmost-first DFA per lexer context, merged and minimized.
 
-    Counted terminals (`Terminal.counted`) whose bound is at least `count_from` (the
-    tokenizer's longest token in bytes, so no token can pass a bound within one lexeme it
-    enters) are built unbounded, their item starts marked for the runtime's counter;
-    others, and all of them if a counted lexeme shares a state with another terminal's,
-    are built with the bound unrolled.
+    Counted terminals (`Terminal.counted`) that `countable` accepts (no token can write
+    more items than the bound into a lexeme it starts: `fresh_items.max_fresh_items`) are
+    built unbounded, their item starts marked for the runtime's counter; others, all of
+    them without `countable`, and all of them if a counted lexeme shares a state with
+    another terminal's, are built with the bound unrolled.
 
     Cost: subset construction in Python, O(DFA states x classes x NFA threads); lark
     terminals give tens to hundreds of states per context.
@@ -342,7 +347,7 @@ def build_lexer_automaton(
         UnsupportedFeatureError: a terminal whose IR has no match preference.
     """
     try:
-        return _build_lexer(grammar, max_states, deadline, count_from)
+        return _build_lexer(grammar, max_states, deadline, countable)
     except _SharedCountedState:
         return _build_lexer(grammar, max_states, deadline, None)
 
@@ -428,7 +433,7 @@ def _joint_bytes(*dfas: ByteDFA) -> list[int]:
 
 
 def _build_lexer(
-    grammar: LarkGrammar, max_states: int, deadline: float | None, count_from: int | None
+    grammar: LarkGrammar, max_states: int, deadline: float | None, countable: Countable | None
 ) -> LexerAutomaton:
     from fsmcompile.automaton import build_dfa
 
@@ -448,8 +453,10 @@ def _build_lexer(
         dfa, moves, counted = term.dfa, None, term.counted
         if counted is not None:
             assert counted.max is not None
-            if count_from is not None and counted.max >= count_from:
+            if countable is not None:
                 moves = item_starts(term.dfa, term.node)
+                if moves is not None and not countable(term.dfa, moves, counted.max):
+                    moves = None
             if moves is None:  # the bound unrolled, as any other repetition
                 dfa = build_dfa(term.node, max_states=max_states, deadline=deadline)
             else:

@@ -1,12 +1,15 @@
-"""Long `maxLength` bounds are counted by the runtime, not unrolled into the lexer.
+"""`maxLength` bounds are counted by the runtime, not unrolled into the lexer.
 
-A bound of N characters unrolled costs about 27 lexer states per character. From
-`COUNTED_FROM` on, a string bounded only by its length is a grammar terminal of its own,
-built unbounded; the runtime counts its characters and masks the tokens that would pass
-the bound. These tests hold the counter to the exact bound: every spelling of a
-character counts once, strings of N characters are allowed token by token and N + 1 are
-not, the mask agrees with `advance` on each token near the bound, and random walks end in
-valid instances.
+A bound of N characters unrolled costs about 27 lexer states per character. A string
+bounded by its length is a grammar terminal of its own, built unbounded (from
+`OWN_RULE_FROM` on it is a rule of its own, so even an otherwise regular schema takes the
+grammar route); the runtime counts its characters and masks the tokens that would pass
+the bound. That is exact while no token can write more characters than the bound into a
+string it starts (`max_fresh_items`: 3 for GPT-2 and Phi-3, 32 for Llama 3), so short
+bounds are counted too. These tests hold the counter to the exact bound, long and short:
+every spelling of a character counts once, strings of N characters are allowed token by
+token and N + 1 are not, the mask agrees with `advance` on each token near the bound, and
+random walks end in valid instances.
 """
 
 from __future__ import annotations
@@ -21,15 +24,19 @@ import pytest
 from support import load_vocabulary
 
 from fsmcompile import artifact
+from fsmcompile.automaton.dfa import ByteDFA
 from fsmcompile.compiler import compile_json_schema
 from fsmcompile.index.bits import unpack_row
+from fsmcompile.index.fresh_items import lexeme_last_bytes, max_fresh_items
 from fsmcompile.index.grammar_index import GrammarIndex
-from fsmcompile.index.grammar_lexer import build_lexer_automaton
+from fsmcompile.index.grammar_lexer import build_lexer_automaton, item_starts
 from fsmcompile.runtime.matcher import matcher_for
-from fsmcompile.spec.json_schema.strings import COUNTED_FROM
+from fsmcompile.spec.json_schema.strings import OWN_RULE_FROM
 from fsmcompile.vocabulary import Vocabulary
 
 BOUND = 300
+SHORT = 12
+"""Below `OWN_RULE_FROM`, above what a GPT-2 or Phi-3 token can write into a string."""
 
 
 def schema_with(max_length: int, min_length: int = 0) -> dict[str, Any]:
@@ -55,9 +62,14 @@ def vocab(request: pytest.FixtureRequest) -> Vocabulary:
     return load_vocabulary(request.param)
 
 
+@pytest.fixture(scope="module", params=[BOUND, SHORT])
+def bound(request: pytest.FixtureRequest) -> int:
+    return int(request.param)
+
+
 @pytest.fixture(scope="module")
-def index(vocab: Vocabulary) -> GrammarIndex:
-    compiled = compile_json_schema(schema_with(BOUND), vocab, cache=False)
+def index(vocab: Vocabulary, bound: int) -> GrammarIndex:
+    compiled = compile_json_schema(schema_with(bound), vocab, cache=False)
     assert isinstance(compiled, GrammarIndex)
     return compiled
 
@@ -75,30 +87,36 @@ def feed(index: GrammarIndex, vocab: Vocabulary, text: str) -> tuple[bool, str]:
     return True, ""
 
 
-def test_the_bound_is_counted_not_unrolled(index: GrammarIndex) -> None:
-    assert BOUND >= COUNTED_FROM
+def test_the_bound_is_counted_not_unrolled(index: GrammarIndex, bound: int) -> None:
     bounds = set(index.lexer.char_bound.tolist())
-    assert bounds == {-1, BOUND}
-    # Unrolled, the lexer held about 20 states per character: 6,000 here.
+    assert bounds == {-1, bound}
+    # Unrolled, the lexer held about 20 states per character: 6,000 for 300.
     assert index.lexer.num_states < 400
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_exactly_the_bound_is_allowed(index: GrammarIndex, vocab: Vocabulary, seed: int) -> None:
+def test_exactly_the_bound_is_allowed(
+    index: GrammarIndex, vocab: Vocabulary, bound: int, seed: int
+) -> None:
     rng = random.Random(seed)
-    for length in (0, 1, BOUND - 1, BOUND, BOUND + 1, BOUND + 7):
+    for length in (0, 1, bound - 1, bound, bound + 1, bound + 7):
         text = '{"text":"' + body(rng, length) + '","n":1}'
         ok, why = feed(index, vocab, text)
-        assert ok is (length <= BOUND), (length, why)
-    plain = '{"text":"' + "x" * BOUND + '"}'
+        assert ok is (length <= bound), (length, why)
+    plain = '{"text":"' + "x" * bound + '"}'
     assert feed(index, vocab, plain)[0]
     assert not feed(index, vocab, plain.replace("x", "xy", 1))[0]
+    spaced = '{"text":"' + " " * bound + '"}'  # runs of spaces are long single tokens
+    assert feed(index, vocab, spaced)[0]
+    assert not feed(index, vocab, spaced.replace(" ", "  ", 1))[0]
 
 
-def test_min_length_below_a_counted_bound(vocab: Vocabulary) -> None:
-    index = compile_json_schema(schema_with(COUNTED_FROM + 2, min_length=3), vocab, cache=False)
+@pytest.mark.parametrize("most", [SHORT, OWN_RULE_FROM + 2])
+def test_min_length_below_a_counted_bound(vocab: Vocabulary, most: int) -> None:
+    index = compile_json_schema(schema_with(most, min_length=3), vocab, cache=False)
     assert isinstance(index, GrammarIndex)
-    for length, ok in ((2, False), (3, True), (COUNTED_FROM + 2, True), (COUNTED_FROM + 3, False)):
+    assert most in index.lexer.char_bound.tolist()
+    for length, ok in ((2, False), (3, True), (most, True), (most + 1, False)):
         text = '{"text":"' + "é" * length + '"}'
         assert feed(index, vocab, text)[0] is ok, length
 
@@ -140,12 +158,12 @@ def test_a_pattern_or_format_under_a_counted_bound_is_counted(
 
 
 def test_mask_agrees_with_advance_for_every_token_near_the_bound(
-    index: GrammarIndex, vocab: Vocabulary
+    index: GrammarIndex, vocab: Vocabulary, bound: int
 ) -> None:
     rng = random.Random(5)
     sample = rng.sample(range(vocab.size), 1500)
     for room in (0, 1, 2, 9):
-        prefix = vocab.encode('{"text":"' + "a" * (BOUND - room))
+        prefix = vocab.encode('{"text":"' + "a" * (bound - room))
         matcher = matcher_for(index)
         assert matcher.advance_many(prefix) == len(prefix)
         allowed = unpack_row(matcher._row(), vocab.size)
@@ -158,7 +176,7 @@ def test_mask_agrees_with_advance_for_every_token_near_the_bound(
 
 def test_random_walks_near_the_bound_validate(vocab: Vocabulary) -> None:
     # minLength close to maxLength makes every walk write up to the bound.
-    schema = schema_with(COUNTED_FROM + 4, min_length=COUNTED_FROM - 4)
+    schema = schema_with(OWN_RULE_FROM + 4, min_length=OWN_RULE_FROM - 4)
     index = compile_json_schema(schema, vocab, cache=False)
     rng = random.Random(9)
     eos = vocab.eos_token_ids[0]
@@ -183,24 +201,131 @@ def test_random_walks_near_the_bound_validate(vocab: Vocabulary) -> None:
     assert ended >= 3
 
 
-def test_counted_lexer_survives_the_artifact(index: GrammarIndex, vocab: Vocabulary) -> None:
+def test_counted_lexer_survives_the_artifact(
+    index: GrammarIndex, vocab: Vocabulary, bound: int
+) -> None:
     again = artifact.from_bytes(artifact.to_bytes(index), vocab)
     assert isinstance(again, GrammarIndex)
     assert np.array_equal(again.lexer.char_bound, index.lexer.char_bound)
     assert np.array_equal(again.lexer.char_start, index.lexer.char_start)
-    assert not feed(again, vocab, '{"text":"' + "b" * (BOUND + 1) + '"}')[0]
+    assert not feed(again, vocab, '{"text":"' + "b" * (bound + 1) + '"}')[0]
 
 
-def test_a_token_longer_than_the_bound_unrolls_it() -> None:
-    # Counting assumes no token can pass a bound inside a lexeme it enters; a tokenizer
-    # with longer tokens gets the unrolled lexer.
+def _string_terminal(
+    most: int,
+) -> tuple[ByteDFA, dict[int, frozenset[int]], frozenset[int] | None]:
+    """The counted terminal of `schema_with(most)`: its unbounded automaton, its item
+    starts, and the bytes its grammar's lexemes may end with."""
     from fsmcompile.compiler import build_machine
     from fsmcompile.spec.json_schema import JsonOptions, schema_to_ir
 
-    lowering = schema_to_ir(schema_with(COUNTED_FROM), options=JsonOptions())
+    lowering = schema_to_ir(schema_with(most), options=JsonOptions())
     grammar = build_machine(lowering.node, lowering.rules, max_states=200_000, deadline=None)
-    counted = build_lexer_automaton(grammar, max_states=200_000, count_from=COUNTED_FROM)
-    unrolled = build_lexer_automaton(grammar, max_states=200_000, count_from=COUNTED_FROM + 1)
-    assert (counted.char_bound == COUNTED_FROM).any()
+    (term,) = [t for t in grammar.terminals if t.counted is not None]
+    assert term.dfa is not None
+    starts = item_starts(term.dfa, term.node)
+    assert starts is not None
+    return term.dfa, starts, lexeme_last_bytes(grammar)
+
+
+def _fresh_items_by_hand(
+    dfa: ByteDFA,
+    starts: dict[int, frozenset[int]],
+    vocab: Vocabulary,
+    after: frozenset[int] | None,
+) -> int:
+    """`max_fresh_items` the obvious way: every offset of every text token where a lexeme
+    may start, one byte at a time."""
+    best = 0
+    for token in vocab.text_token_ids.tolist():
+        data = vocab.token_bytes[token]
+        for offset in range(len(data)):
+            if offset and after is not None and data[offset - 1] not in after:
+                continue
+            state, count = 0, 0
+            for byte in data[offset:]:
+                cls = int(dfa.class_of_byte[byte])
+                nxt = int(dfa.transitions[state, cls])
+                if nxt < 0:
+                    break
+                count += cls in starts.get(state, frozenset())
+                state = nxt
+                best = max(best, count)
+    return best
+
+
+@pytest.mark.parametrize("name", ["gpt2", "phi3", "llama3"])
+def test_max_fresh_items_is_what_a_token_can_write_into_a_string(name: str) -> None:
+    vocab = load_vocabulary(name)
+    dfa, starts, after = _string_terminal(BOUND)
+    assert after is not None and set(b'",:[]{}0123456789el') == after
+    anywhere = max_fresh_items(dfa, starts, vocab)
+    assert anywhere == _fresh_items_by_hand(dfa, starts, vocab, None)
+    found = max_fresh_items(dfa, starts, vocab, after)
+    assert found == _fresh_items_by_hand(dfa, starts, vocab, after)
+    # A quote and 32 dashes is one Llama 3 token, but no JSON lexeme ends with the `(`
+    # before it; GPT-2 and Phi-3 split words from quotes.
+    assert (anywhere, found) == {"gpt2": (3, 3), "phi3": (3, 3), "llama3": (32, 11)}[name]
+
+
+def test_a_bound_a_token_could_pass_is_unrolled() -> None:
+    # Counting holds while no token can write more items than the bound into a lexeme it
+    # starts; a bound a token could pass gets the unrolled lexer.
+    from fsmcompile.compiler import build_machine
+    from fsmcompile.spec.json_schema import JsonOptions, schema_to_ir
+
+    lowering = schema_to_ir(schema_with(SHORT), options=JsonOptions())
+    grammar = build_machine(lowering.node, lowering.rules, max_states=200_000, deadline=None)
+    seen: list[int] = []
+
+    def countable(dfa: ByteDFA, starts: dict[int, frozenset[int]], bound: int) -> bool:
+        seen.append(bound)
+        return bound >= SHORT + 1
+
+    unrolled = build_lexer_automaton(grammar, max_states=200_000, countable=countable)
+    counted = build_lexer_automaton(
+        grammar, max_states=200_000, countable=lambda dfa, starts, bound: True
+    )
+    assert seen == [SHORT]
+    assert (counted.char_bound == SHORT).any()
     assert (unrolled.char_bound < 0).all() and not unrolled.char_start.any()
-    assert unrolled.num_states > counted.num_states + 10 * COUNTED_FROM
+    assert unrolled.num_states > counted.num_states + 10 * SHORT
+
+
+def test_llama3_counts_from_its_fresh_items_on() -> None:
+    # Bounds at and around what a Llama 3 token can write into a string it starts.
+    vocab = load_vocabulary("llama3")
+    for most, counted in ((10, False), (11, True)):
+        index = compile_json_schema(schema_with(most), vocab, cache=False)
+        assert isinstance(index, GrammarIndex)
+        assert (most in index.lexer.char_bound.tolist()) is counted, most
+        for length in (most - 1, most, most + 1, most + 5):
+            for fill in ("-", "a", " ", "description"):
+                text = '{"text":"' + (fill * length)[:length] + '"}'
+                assert feed(index, vocab, text)[0] is (length <= most), (most, text)
+
+
+def test_a_counted_string_beside_overlapping_alternatives_keeps_the_grammar(
+    vocab: Vocabulary,
+) -> None:
+    # Written apart, the counted string would share a lexer context with the enum's
+    # strings, a prefix of its own; the writer then joins it back (unrolled), rather
+    # than falling back to a nesting-limited automaton.
+    member = {"anyOf": [{"enum": ["a", "b"]}, {"type": "string", "maxLength": SHORT}]}
+    schema = {"type": "object", "properties": {"s": member}, "required": ["s"]}
+    index = compile_json_schema(schema, vocab, cache=False)
+    assert isinstance(index, GrammarIndex)
+    for value, ok in (("a", True), ("c" * SHORT, True), ("c" * (SHORT + 1), False)):
+        assert (
+            feed(index, vocab, json.dumps({"s": value, "x": [{}]}, separators=(",", ":")))[0] is ok
+        ), value
+
+
+def test_an_array_of_short_strings_is_counted(vocab: Vocabulary) -> None:
+    items = {"type": "string", "maxLength": SHORT}
+    schema = {"type": "object", "properties": {"s": {"type": "array", "items": items}}}
+    index = compile_json_schema(schema, vocab, cache=False)
+    assert isinstance(index, GrammarIndex)
+    assert SHORT in index.lexer.char_bound.tolist()
+    for values, ok in (([], True), (["x" * SHORT] * 3, True), (["x", "y" * (SHORT + 1)], False)):
+        assert feed(index, vocab, json.dumps({"s": values}, separators=(",", ":")))[0] is ok

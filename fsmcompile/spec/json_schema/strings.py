@@ -264,8 +264,14 @@ def narrow_content() -> Node:
     return keep_built(Repeat(_narrow_spellings(ANY_CHAR), 0, None))
 
 
-COUNTED_FROM = 128
-"""Length bounds from here on are counted at run time (`lower_string`); below, the few
+COUNTED_FROM = 4
+"""Length bounds from here on are `CountedRepeat`s: a grammar lexer counts them when no
+token of its tokenizer can write more characters into a string it starts
+(`fsmcompile.index.fresh_items`), and unrolls them otherwise, as an automaton does."""
+
+OWN_RULE_FROM = 128
+"""Length bounds from here on make the string a rule of its own (`lower_string`), so a
+schema that is otherwise regular takes the grammar route to count it; below, the few
 thousand unrolled states are cheaper than a grammar terminal."""
 
 STRING_KEYWORDS = frozenset({"pattern", "format", "minLength", "maxLength"})
@@ -310,15 +316,18 @@ def string_content(lw: Lowerer, conj: Conjunction) -> Node:
 def lower_string(lw: Lowerer, conj: Conjunction) -> Lowered:
     """JSON strings satisfying the conjunction's string keywords.
 
-    A string bounded by its length from `COUNTED_FROM` characters on, alone or under a
+    A string bounded by its length from `OWN_RULE_FROM` characters on, alone or under a
     `pattern` or `format`, becomes a rule of its own: a grammar terminal then, whose length
     the runtime counts (unrolled, a bound costs about 20 lexer states per character, times
-    the pattern's states: 8,192 would make 160,000; a uri under 255, 43,000)."""
+    the pattern's states: 8,192 would make 160,000; a uri under 255, 43,000). A shorter
+    counted bound stays inline: counted where a grammar writes it as a terminal of its
+    own anyway, unrolled in an automaton."""
     body = string_content(lw, conj)
     if body is NOTHING:
         return Lowered(NOTHING)
     node = seq(QUOTE, body, QUOTE)
-    if counted_item(node) is not None:
+    counted = counted_item(node)
+    if counted is not None and counted.max is not None and counted.max >= OWN_RULE_FROM:
         return lw.rule_of(node)
     return Lowered(node)
 

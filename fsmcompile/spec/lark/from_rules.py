@@ -219,6 +219,9 @@ class _Writer:
             name, nullable = self.terminal(node)
             if name is None:
                 return _EMPTY if nullable else None
+            if self._counted(node):
+                # Written apart from the text around it, as a split piece is.
+                self.split_terminals.add(name)
             sym = _Sym(name, terminal=True)
             return _Choice((sym,), nullable=True) if nullable else sym
         if isinstance(node, Ref):
@@ -229,7 +232,7 @@ class _Writer:
             joined: list[Node] = []
             apart: list[Node] = []
             for member in node.items:
-                plain = not self.has_ref(member) and not self.splits(member)
+                plain = not (self.has_ref(member) or self.splits(member) or self._counted(member))
                 (joined if plain else apart).append(member)
             pieces = (
                 [self.tree(Alt(tuple(joined)) if len(joined) > 1 else joined[0])] if joined else []
@@ -303,9 +306,9 @@ class _Writer:
         return self.split_wide and not self.has_ref(node) and self.size(node) >= _WIDE_FROM
 
     def _grouped(self, node: Concat) -> list[Node]:
-        """The concatenation's items, each wide one together with the equal single
-        characters around it (a bounded string with its quotes), so that piece is one
-        terminal every member with that value shares."""
+        """The concatenation's items, each wide or counted one together with the equal
+        single characters around it (a bounded string with its quotes), so that piece is
+        one terminal every member with that value shares."""
         items = list(node.items)
         if not self.split_wide:
             return items
@@ -314,7 +317,7 @@ class _Writer:
         while i < len(items):
             item = items[i]
             if (
-                self._wide(item)
+                (self._wide(item) or counted_item(Concat((item,))) is not None)
                 and out
                 and i + 1 < len(items)
                 and _single_char(out[-1])
@@ -329,7 +332,13 @@ class _Writer:
 
     def _stands_alone(self, item: Node) -> bool:
         """Whether a ref-free item of a concatenation is written as a piece of its own."""
-        return self._wide(item) or self.splits(item)
+        return self._wide(item) or self.splits(item) or self._counted(item)
+
+    def _counted(self, node: Node) -> bool:
+        """Whether `node` is a counted piece (a string under `maxLength`, `counted_at`):
+        written as a terminal of its own, whose bound the lexer may count rather than
+        unroll, where joined to the text around it the bound would be unrolled."""
+        return self.split_wide and counted_item(node) is not None
 
     def splits(self, node: Node) -> bool:
         """Whether a ref-free `node` is written as several terminals rather than one: it
@@ -346,7 +355,9 @@ class _Writer:
             grouped = self._grouped(node)
             found = len(grouped) > 1 and any(self._stands_alone(p) for p in grouped)
         else:
-            found = isinstance(node, (Alt, Repeat)) and any(self.splits(c) for c in children(node))
+            found = isinstance(node, (Alt, Repeat)) and any(
+                self.splits(c) or self._counted(c) for c in children(node)
+            )
         self._splits[id(node)] = (node, found)
         return found
 

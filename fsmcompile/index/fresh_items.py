@@ -1,0 +1,132 @@
+"""How many items of a counted terminal one token can write into a lexeme it starts.
+
+A counted terminal (a JSON string under `maxLength`) is built unbounded and the runtime
+counts its items. It checks the count only for a lexeme a token goes on with; a lexeme
+that starts inside a token ends that token with at most as many items as the token can
+write from the lexeme's first byte on. So a bound is safe to count when no token can write
+more items than the bound into the terminal from any byte offset where a lexeme can start:
+the token's first byte, or one right after a byte that ends some terminal's lexeme. That
+number depends on the vocabulary, not on the longest token: in a JSON grammar a Llama 3
+token writes at most 11 string characters, though its longest token has 128 bytes (and
+a quote with 32 dashes is one token, the quote after a `(`, where no lexeme ends).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import numpy.typing as npt
+
+from fsmcompile.automaton.dfa import ByteDFA, dfa_key
+from fsmcompile.spec.lark.grammar import LarkGrammar
+from fsmcompile.vocabulary import Vocabulary
+
+__all__ = ["countable_in", "lexeme_last_bytes", "max_fresh_items"]
+
+_lock = threading.Lock()
+
+Starts = dict[int, frozenset[int]]
+"""State → the byte classes whose move begins an item (`grammar_lexer.item_starts`)."""
+
+
+def lexeme_last_bytes(grammar: LarkGrammar) -> frozenset[int] | None:
+    """The bytes some terminal's lexeme can end with (a move into an accepting state), or
+    None when a terminal has no automaton to read them from (any byte may then end one)."""
+    found: set[int] = set()
+    for term in grammar.terminals:
+        dfa = term.dfa
+        if dfa is None:
+            return None
+        into_accepting = dfa.accepting[np.maximum(dfa.transitions, 0)] & (dfa.transitions >= 0)
+        classes = np.flatnonzero(into_accepting.any(axis=0))
+        found.update(np.flatnonzero(np.isin(dfa.class_of_byte, classes)).tolist())
+    return frozenset(found)
+
+
+def countable_in(
+    vocab: Vocabulary,
+    after: frozenset[int] | None,
+    dfa: ByteDFA,
+    starts: Starts,
+    bound: int,
+) -> bool:
+    """Whether the runtime may count `bound` items of this terminal for `vocab`'s tokens
+    (`grammar_lexer.Countable`), lexemes starting after the bytes `after`."""
+    return bound >= vocab.max_token_bytes or bound >= max_fresh_items(dfa, starts, vocab, after)
+
+
+def max_fresh_items(
+    dfa: ByteDFA, starts: Starts, vocab: Vocabulary, after: frozenset[int] | None = None
+) -> int:
+    """The most items that reading a text token from `dfa`'s start state counts before the
+    automaton dies or the token ends, from the token's first byte or from any byte that
+    follows one of `after` (None: from every byte). Memoized per vocabulary."""
+    key = (
+        dfa_key(dfa),
+        tuple(sorted((q, tuple(sorted(c))) for q, c in starts.items())),
+        after,
+    )
+    with _lock:
+        memo: dict[object, int] = vocab.__dict__.setdefault("_max_fresh_items", {})
+        found = memo.get(key)
+    if found is None:
+        data, ends, first = _token_bytes(vocab)
+        may_start = first.copy()
+        if after is None:
+            may_start[:] = True
+        else:
+            may_start[1:] |= np.isin(data[:-1], np.fromiter(after, dtype=np.uint8))
+        found = _max_fresh_items(dfa, starts, data, ends, np.flatnonzero(may_start))
+        with _lock:
+            memo[key] = found
+    return found
+
+
+def _token_bytes(
+    vocab: Vocabulary,
+) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """(every text token's bytes, one after another; per byte, where its token ends;
+    whether it is its token's first byte), cached per vocabulary."""
+    cached = vocab.__dict__.get("_fresh_item_lanes")
+    if cached is None:
+        ids = vocab.text_token_ids.tolist()
+        data = np.frombuffer(b"".join(vocab.token_bytes[i] for i in ids), dtype=np.uint8)
+        lengths = vocab.lengths[ids]
+        ends = np.cumsum(lengths)
+        first = np.zeros(data.shape[0], dtype=np.bool_)
+        first[ends - lengths] = True
+        cached = vocab.__dict__["_fresh_item_lanes"] = (data, np.repeat(ends, lengths), first)
+    return cached
+
+
+def _max_fresh_items(
+    dfa: ByteDFA,
+    starts: Starts,
+    data: npt.NDArray[np.uint8],
+    ends: npt.NDArray[np.int64],
+    offsets: npt.NDArray[np.int64],
+) -> int:
+    """One lane per start offset, all stepped together; a lane stops where the automaton
+    dies or its token ends."""
+    is_start = np.zeros(dfa.transitions.shape, dtype=np.int64)
+    for q, classes in starts.items():
+        is_start[q, sorted(classes)] = 1
+    trans = dfa.transitions
+    class_of = dfa.class_of_byte
+    pos = offsets.astype(np.int64)
+    end = ends[pos]
+    state = np.zeros(pos.shape[0], dtype=np.int64)
+    count = np.zeros(pos.shape[0], dtype=np.int64)
+    best = 0
+    while pos.shape[0]:
+        cls = class_of[data[pos]]
+        count += is_start[state, cls]
+        state = trans[state, cls].astype(np.int64)
+        live = state >= 0
+        # A dead move counts nothing: the item began only if the automaton took it.
+        best = max(best, int(count[live].max(initial=0)))
+        pos += 1
+        live &= pos < end
+        pos, end, state, count = pos[live], end[live], state[live], count[live]
+    return best
