@@ -29,6 +29,7 @@ from fsmcompile.index.grammar_walk import (
     ConstraintTable,
     SequenceTable,
     items_grown,
+    lexeme_key,
     tokens_reaching_labels,
     walk_bytes,
 )
@@ -116,7 +117,8 @@ class GrammarTables:
         self._state_xset: list[int] = index.state_xset.tolist()
         self._char_bound: list[int] = lexer.char_bound.tolist()
         self._longest_token = int(vocab.max_token_bytes)
-        self._grown: dict[int, npt.NDArray[np.int32]] = {}
+        self._fingerprint = vocab.fingerprint
+        self._lexeme_keys: dict[int, tuple[str, bytes]] = {}
         self._too_long: dict[tuple[int, int], npt.NDArray[np.int32]] = {}
         runs = _entry_runs(index)
         # As lists: a row reads a few items of each at a time.
@@ -548,17 +550,29 @@ class GrammarTables:
     # -- advancing ------------------------------------------------------------------------
 
     def too_long_row(self, state: int, room: int) -> npt.NDArray[np.int32]:
-        """int32[W]: tokens that add more than `room` items to the lexeme at `state`."""
+        """int32[W]: tokens that add more than `room` items to the lexeme at `state`.
+
+        Kept per process by the lexeme's content (`lexeme_key`) as well: every schema's
+        strings under a `maxLength` are the same few lexemes, and a first walk would
+        otherwise pay a trie walk per lexer state and a packed row per room.
+        """
         row = self._too_long.get((state, room))
         if row is None:
-            grown = self._grown.get(state)
-            if grown is None:
-                grown = self._grown[state] = items_grown(
-                    self.lexer, self.index.vocabulary.trie, self.vocab_size, state
-                )
-            row = pack_bool_rows((grown > room)[None])[0]
-            row.setflags(write=False)
+            key = self._lexeme_keys.get(state)
+            if key is None:
+                key = self._lexeme_keys[state] = (self._fingerprint, lexeme_key(self.lexer, state))
+            row = _too_long_rows.get_or_make(
+                (*key, room), lambda: self._too_long_of(key, state, room)
+            )
             self._too_long[(state, room)] = row
+        return row
+
+    def _too_long_of(self, key: tuple[str, bytes], state: int, room: int) -> npt.NDArray[np.int32]:
+        grown = _items_grown.get_or_make(
+            key, lambda: items_grown(self.lexer, self.index.vocabulary.trie, self.vocab_size, state)
+        )
+        row: npt.NDArray[np.int32] = pack_bool_rows((grown > room)[None])[0]
+        row.setflags(write=False)
         return row
 
     def outcomes(self, state: int, cid: int, token: int) -> tuple[Outcome, ...]:
@@ -718,6 +732,16 @@ def _exit_lists(index: GrammarIndex) -> list[list[tuple[int, frozenset[int] | No
 
 
 _tables_cache: StageMemo[int, GrammarTables] = StageMemo(_TABLES_CACHE_SIZE)
+
+_items_grown: StageMemo[tuple[str, bytes], npt.NDArray[np.int32]] = StageMemo(
+    64, max_bytes=64 << 20, size_of=lambda a: int(a.nbytes)
+)
+"""Per (vocabulary fingerprint, `lexeme_key`): the items each token adds there."""
+
+_too_long_rows: StageMemo[tuple[str, bytes, int], npt.NDArray[np.int32]] = StageMemo(
+    4096, max_bytes=64 << 20, size_of=lambda a: int(a.nbytes)
+)
+"""Per (vocabulary fingerprint, `lexeme_key`, room): `GrammarTables.too_long_row`."""
 
 
 def grammar_tables_for(index: GrammarIndex) -> GrammarTables:

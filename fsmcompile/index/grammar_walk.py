@@ -18,6 +18,7 @@ state at the end, constraints still open); `seq` ids name the emitted sequences.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from dataclasses import dataclass, field
 
@@ -545,6 +546,29 @@ def tokens_reaching_labels(
 
     row: npt.NDArray[np.int32] = pack_bool_rows(bits)[0]
     return row
+
+
+def lexeme_key(lexer: LexerAutomaton, state: int) -> bytes:
+    """A digest of all that `items_grown` reads from `state`: the moves by raw byte and the
+    item starts of the states it reaches, numbered in the order a search by byte value
+    meets them, so equal lexemes of different grammars (and byte classes) share one key."""
+    full = lexer.class_of_byte
+    order = [state]
+    number = {state: 0}
+    rows = []
+    for s in order:
+        row = lexer.transitions[s, full]
+        targets, first = np.unique(row, return_index=True)
+        for t in targets[np.argsort(first)].tolist():
+            if t >= 0 and t not in number:
+                number[t] = len(order)
+                order.append(t)
+        rows.append(row)
+    lookup = np.full(lexer.num_states + 1, -1, dtype=np.int32)
+    lookup[order] = np.arange(len(order), dtype=np.int32)
+    table = lookup[np.stack(rows)]  # -1 maps through lookup[-1] == -1
+    starts = lexer.char_start[np.asarray(order)][:, full]
+    return hashlib.blake2b(table.tobytes() + np.packbits(starts).tobytes()).digest()
 
 
 def items_grown(

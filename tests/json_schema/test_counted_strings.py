@@ -27,15 +27,15 @@ from fsmcompile import artifact
 from fsmcompile.automaton.dfa import ByteDFA
 from fsmcompile.compiler import compile_json_schema
 from fsmcompile.index.bits import unpack_row
-from fsmcompile.index.fresh_items import lexeme_last_bytes, max_fresh_items
+from fsmcompile.index.fresh_items import countable_in, lexeme_last_bytes, max_fresh_items
 from fsmcompile.index.grammar_index import GrammarIndex
 from fsmcompile.index.grammar_lexer import build_lexer_automaton, item_starts
 from fsmcompile.runtime.matcher import matcher_for
-from fsmcompile.spec.json_schema.strings import OWN_RULE_FROM
+from fsmcompile.spec.json_schema.strings import COUNTED_FROM, OWN_RULE_FROM
 from fsmcompile.vocabulary import Vocabulary
 
 BOUND = 300
-SHORT = 12
+SHORT = 20
 """Below `OWN_RULE_FROM`, above what a GPT-2 or Phi-3 token can write into a string."""
 
 
@@ -292,10 +292,15 @@ def test_a_bound_a_token_could_pass_is_unrolled() -> None:
     assert unrolled.num_states > counted.num_states + 10 * SHORT
 
 
-def test_llama3_counts_from_its_fresh_items_on() -> None:
-    # Bounds at and around what a Llama 3 token can write into a string it starts.
+def test_llama3_counts_every_counted_bound() -> None:
     vocab = load_vocabulary("llama3")
-    for most, counted in ((10, False), (11, True)):
+    dfa, starts, after = _string_terminal(BOUND)
+    # A Llama 3 token writes at most 11 characters into a string it starts ...
+    assert not countable_in(vocab, after, dfa, starts, 10)
+    assert countable_in(vocab, after, dfa, starts, 11)
+    # ... so every bound the lowering marks as counted is counted, exactly.
+    assert COUNTED_FROM >= 11
+    for most, counted in ((COUNTED_FROM - 1, False), (COUNTED_FROM, True)):
         index = compile_json_schema(schema_with(most), vocab, cache=False)
         assert isinstance(index, GrammarIndex)
         assert (most in index.lexer.char_bound.tolist()) is counted, most
@@ -329,3 +334,32 @@ def test_an_array_of_short_strings_is_counted(vocab: Vocabulary) -> None:
     assert SHORT in index.lexer.char_bound.tolist()
     for values, ok in (([], True), (["x" * SHORT] * 3, True), (["x", "y" * (SHORT + 1)], False)):
         assert feed(index, vocab, json.dumps({"s": values}, separators=(",", ":")))[0] is ok
+
+
+def test_equal_lexemes_of_different_grammars_share_one_key(vocab: Vocabulary) -> None:
+    # Run-time rows of a counted lexeme are kept per process by `lexeme_key`, so the key
+    # must name what `items_grown` reads and nothing of the grammar around it: states of
+    # two grammars with one key grow every token alike.
+    from fsmcompile.index.grammar_walk import items_grown, lexeme_key
+
+    items = {"type": "string", "maxLength": SHORT}
+    other = {"type": "object", "properties": {"s": {"type": "array", "items": items}, "t": {}}}
+    indexes = [
+        compile_json_schema(schema_with(BOUND), vocab, cache=False),
+        compile_json_schema(other, vocab, cache=False),
+    ]
+    groups: dict[bytes, list[tuple[GrammarIndex, int]]] = {}
+    counted_keys: list[set[bytes]] = []
+    for index in indexes:
+        assert isinstance(index, GrammarIndex)
+        keys = [lexeme_key(index.lexer, s) for s in range(index.lexer.num_states)]
+        for state, key in enumerate(keys):
+            groups.setdefault(key, []).append((index, state))
+        counted_keys.append({keys[s] for s in np.flatnonzero(index.lexer.char_bound >= 0)})
+    assert counted_keys[0] & counted_keys[1]  # the string lexeme, bounds apart
+    assert len(groups) > 10
+    for members in groups.values():
+        grown = [
+            items_grown(index.lexer, vocab.trie, vocab.size, state) for index, state in members[:3]
+        ]
+        assert all(np.array_equal(grown[0], g) for g in grown[1:])

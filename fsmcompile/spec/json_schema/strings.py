@@ -264,10 +264,12 @@ def narrow_content() -> Node:
     return keep_built(Repeat(_narrow_spellings(ANY_CHAR), 0, None))
 
 
-COUNTED_FROM = 4
+COUNTED_FROM = 16
 """Length bounds from here on are `CountedRepeat`s: a grammar lexer counts them when no
 token of its tokenizer can write more characters into a string it starts
-(`fsmcompile.index.fresh_items`), and unrolls them otherwise, as an automaton does."""
+(`fsmcompile.index.fresh_items`), and unrolls them otherwise, as an automaton does.
+Below, unrolled (about 20 lexer states per character) costs less than counting: the
+runtime checks a short bound's room on every token, with a row per room."""
 
 OWN_RULE_FROM = 128
 """Length bounds from here on make the string a rule of its own (`lower_string`), so a
