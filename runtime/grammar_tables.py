@@ -568,12 +568,15 @@ class GrammarTables:
         return row
 
     def _too_long_of(self, key: tuple[str, bytes], state: int, room: int) -> npt.NDArray[np.int32]:
-        grown = _items_grown.get_or_make(
-            key, lambda: items_grown(self.lexer, self.index.vocabulary.trie, self.vocab_size, state)
-        )
+        grown = _items_grown.get_or_make(key, lambda: self._items_grown_of(state))
         row: npt.NDArray[np.int32] = pack_bool_rows((grown > room)[None])[0]
         row.setflags(write=False)
         return row
+
+    def _items_grown_of(self, state: int) -> npt.NDArray[np.int32]:
+        grown = items_grown(self.lexer, self.index.vocabulary.trie, self.vocab_size, state)
+        grown.setflags(write=False)  # kept for the process, shared by every index
+        return grown
 
     def outcomes(self, state: int, cid: int, token: int) -> tuple[Outcome, ...]:
         """(seq id, end lexer state, constraint id, items grown, items fresh) for each

@@ -44,11 +44,11 @@ from fsmcompile.index.sorted_keys import positions_of
 from fsmcompile.spec.lark.grammar import LarkGrammar
 
 _BYTE, _SPLIT, _MATCH = 0, 1, 2
+NFA_STATES_PER_STATE = 8
 
 Countable = Callable[[ByteDFA, dict[int, frozenset[int]], int], bool]
 """(a counted terminal's unbounded automaton, its item starts from `item_starts`, the
 bound) → whether the runtime may count the bound instead of the lexer unrolling it."""
-NFA_STATES_PER_STATE = 8
 
 
 @dataclass(frozen=True, slots=True, eq=False)
