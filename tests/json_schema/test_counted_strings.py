@@ -21,6 +21,8 @@ from typing import Any
 import jsonschema
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from support import load_vocabulary
 
 from fsmcompile import artifact
@@ -363,3 +365,50 @@ def test_equal_lexemes_of_different_grammars_share_one_key(vocab: Vocabulary) ->
             items_grown(index.lexer, vocab.trie, vocab.size, state) for index, state in members[:3]
         ]
         assert all(np.array_equal(grown[0], g) for g in grown[1:])
+
+
+# Pieces that Llama 3 merges into long tokens around a quote: words, runs of dashes and
+# spaces, escapes, multi-byte characters.
+LLAMA3_PIECES = [
+    "a",
+    "-",
+    "--------",
+    " ",
+    "    ",
+    "é",
+    "😀",
+    "\\n",
+    '\\"',
+    "description",
+    "http://",
+]
+
+
+@pytest.fixture(scope="module")
+def llama3_short_index() -> tuple[GrammarIndex, Vocabulary]:
+    vocab = load_vocabulary("llama3")
+    index = compile_json_schema(schema_with(COUNTED_FROM), vocab, cache=False)
+    assert isinstance(index, GrammarIndex)
+    assert COUNTED_FROM in index.lexer.char_bound.tolist()
+    return index, vocab
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(LLAMA3_PIECES), max_size=12), st.sampled_from(LLAMA3_PIECES))
+def test_a_short_counted_bound_is_exact_under_llama3(
+    llama3_short_index: tuple[GrammarIndex, Vocabulary], pieces: list[str], extra: str
+) -> None:
+    # Random pieces up to the bound, padded to exactly the bound, then one piece more.
+    index, vocab = llama3_short_index
+
+    def length(escaped: str) -> int:
+        return len(json.loads('"' + escaped + '"'))
+
+    fits = ""
+    for piece in pieces:
+        if length(fits + piece) <= COUNTED_FROM:
+            fits += piece
+    fits += "x" * (COUNTED_FROM - length(fits))
+    for escaped, ok in ((fits, True), (fits + extra, False)):
+        text = '{"text":"' + escaped + '","n":12}'
+        assert feed(index, vocab, text)[0] is ok, (length(escaped), text)
