@@ -8,10 +8,13 @@ gpt2's 50k):
   a server). Target: <= 5 us per token warm.
 * `processor`: `FSMLogitsProcessor.update_state(None)` after every guided request got a
   token, plus the host-side preparation of `apply` (rows + mask ids -> one tensor, one
-  gather), at batch 1/64/256: us per step and per guided request. The device kernel is
-  timed by bench/mask_apply.
+  gather), at batch 1/64/256: us per step and per guided request. The kernel is timed by
+  bench/mask_apply; with `--device cuda` the processor keeps its mask table on the GPU
+  and the whole `apply` (index tensor to the device, gather, kernel) is timed instead of
+  the host preparation, each step ending in a device synchronize.
 
     python -m bench.runtime_step [--tokenizer PATH] [--batches 1,64,256] [--quick]
+                                 [--device cuda]
 
 Writes bench/results/runtime_step.json. Nothing here is asserted by a test.
 """
@@ -86,7 +89,12 @@ def time_matcher(index: Any, sequences: list[list[int]]) -> dict[str, float]:
 
 
 def time_processor(
-    index: Any, tokenizer: str, sequences: list[list[int]], batch: int, steps: int
+    index: Any,
+    tokenizer: str,
+    sequences: list[list[int]],
+    batch: int,
+    steps: int,
+    device: str = "cpu",
 ) -> dict[str, float]:
     config = SimpleNamespace(
         model_config=SimpleNamespace(
@@ -94,11 +102,17 @@ def time_processor(
         )
     )
     register_index("bench", index)
-    proc = FSMLogitsProcessor(config, torch.device("cpu"), False)
+    proc = FSMLogitsProcessor(config, torch.device(device), False)
+    on_device = device != "cpu"
+    logits = torch.randn(batch, index.vocabulary.size, device=device) if on_device else None
     params = SimpleNamespace(extra_args={"fsmcompile": {"index": "bench"}})
     outputs: list[list[int]] = [[] for _ in range(batch)]
     added = [(i, params, [1], outputs[i]) for i in range(batch)]
     proc.update_state(BatchUpdate(batch, [], added, []))
+    if logits is not None:
+        # Untimed: the kernel's compile for these shapes and the mask table's upload.
+        proc.apply(logits)
+        torch.cuda.synchronize()
     seqs = [sequences[i % len(sequences)] for i in range(batch)]
     steps = min(steps, min(len(s) for s in seqs) - 1)
     update_s = 0.0
@@ -109,15 +123,20 @@ def time_processor(
         start = time.perf_counter()
         proc.update_state(None)
         mid = time.perf_counter()
-        # apply()'s host work without the kernel: one index tensor, one gather.
-        host = torch.from_numpy(np.stack((proc._guided_rows, proc._guided_masks)))
-        both = host.to("cpu", non_blocking=True)
-        assert proc._table is not None
-        proc._table.gather(both[1])
+        if logits is not None:
+            proc.apply(logits)
+            torch.cuda.synchronize()
+        else:
+            # apply()'s host work without the kernel: one index tensor, one gather.
+            host = torch.from_numpy(np.stack((proc._guided_rows, proc._guided_masks)))
+            both = host.to("cpu", non_blocking=True)
+            assert proc._table is not None
+            proc._table.gather(both[1])
         prep_s += time.perf_counter() - mid
         update_s += mid - start
     return {
         "batch": batch,
+        "device": device,
         "steps": steps,
         "update_state_us_per_step": update_s / steps * 1e6,
         "update_state_us_per_request": update_s / steps / batch * 1e6,
@@ -131,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tokenizer", default=str(LLAMA3 if LLAMA3.exists() else GPT2))
     parser.add_argument("--batches", default="1,64,256")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--device", default="cpu", help="where the processor's logits live")
     parser.add_argument(
         "--threads",
         type=int,
@@ -161,11 +181,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     rows = []
     for batch in (int(b) for b in args.batches.split(",")):
-        row = time_processor(index, args.tokenizer, sequences, batch, 16 if args.quick else 48)
+        row = time_processor(
+            index, args.tokenizer, sequences, batch, 16 if args.quick else 48, args.device
+        )
         rows.append(row)
         print(
             f"processor batch {batch:4d}: update_state {row['update_state_us_per_step']:9.1f} "
-            f"us/step ({row['update_state_us_per_request']:.2f} us/request), apply prep "
+            f"us/step ({row['update_state_us_per_request']:.2f} us/request), "
+            f"{'apply' if args.device != 'cpu' else 'apply prep'} "
             f"{row['apply_prep_us_per_step']:.1f} us/step; "
             f"total {row['total_us_per_request']:.2f} us per guided request"
         )
@@ -179,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         "processor": rows,
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / "runtime_step.json"
+    out = RESULTS / ("runtime_step.json" if args.device == "cpu" else "runtime_step_cuda.json")
     out.write_text(json.dumps(result, indent=2))
     print(f"wrote {out}")
     return 0
