@@ -103,8 +103,7 @@ def time_processor(
     )
     register_index("bench", index)
     proc = FSMLogitsProcessor(config, torch.device(device), False)
-    on_device = device != "cpu"
-    logits = torch.randn(batch, index.vocabulary.size, device=device) if on_device else None
+    logits = torch.randn(batch, index.vocabulary.size, device=device) if device != "cpu" else None
     params = SimpleNamespace(extra_args={"fsmcompile": {"index": "bench"}})
     outputs: list[list[int]] = [[] for _ in range(batch)]
     added = [(i, params, [1], outputs[i]) for i in range(batch)]

@@ -19,10 +19,11 @@ import numpy as np
 import numpy.typing as npt
 
 from fsmcompile.automaton.dfa import ByteDFA, dfa_key
+from fsmcompile.index.grammar_lexer import Countable
 from fsmcompile.spec.lark.grammar import LarkGrammar
 from fsmcompile.vocabulary import Vocabulary
 
-__all__ = ["countable_in", "lexeme_last_bytes", "max_fresh_items"]
+__all__ = ["countable_for", "lexeme_last_bytes", "max_fresh_items"]
 
 _lock = threading.Lock()
 
@@ -44,16 +45,20 @@ def lexeme_last_bytes(grammar: LarkGrammar) -> frozenset[int] | None:
     return frozenset(found)
 
 
-def countable_in(
-    vocab: Vocabulary,
-    after: frozenset[int] | None,
-    dfa: ByteDFA,
-    starts: Starts,
-    bound: int,
-) -> bool:
-    """Whether the runtime may count `bound` items of this terminal for `vocab`'s tokens
-    (`grammar_lexer.Countable`), lexemes starting after the bytes `after`."""
-    return bound >= vocab.max_token_bytes or bound >= max_fresh_items(dfa, starts, vocab, after)
+def countable_for(vocab: Vocabulary, grammar: LarkGrammar) -> Countable:
+    """Whether the runtime may count a bound of one of `grammar`'s terminals for `vocab`'s
+    tokens (`grammar_lexer.Countable`). The bytes lexemes end with are read only once a
+    bound below the longest token asks (most grammars count none)."""
+    after: list[frozenset[int] | None] = []
+
+    def countable(dfa: ByteDFA, starts: Starts, bound: int) -> bool:
+        if bound >= vocab.max_token_bytes:
+            return True
+        if not after:
+            after.append(lexeme_last_bytes(grammar))
+        return bound >= max_fresh_items(dfa, starts, vocab, after[0])
+
+    return countable
 
 
 def max_fresh_items(

@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -25,7 +24,7 @@ import numpy.typing as npt
 
 from fsmcompile.automaton.fragment import unique_rows
 from fsmcompile.index.bits import pack_bool_rows
-from fsmcompile.index.fresh_items import countable_in, lexeme_last_bytes
+from fsmcompile.index.fresh_items import countable_for
 from fsmcompile.index.grammar_exits import exit_sets
 from fsmcompile.index.grammar_lexer import (
     LexerAutomaton,
@@ -170,7 +169,7 @@ def build_grammar_index(
         grammar,
         max_states=max_states,
         deadline=deadline,
-        countable=partial(countable_in, vocab, lexeme_last_bytes(grammar)),
+        countable=countable_for(vocab, grammar),
     )
     num_terminals = len(grammar.terminals)
     ignored = grammar.ignored

@@ -29,11 +29,12 @@ from fsmcompile import artifact
 from fsmcompile.automaton.dfa import ByteDFA
 from fsmcompile.compiler import compile_json_schema
 from fsmcompile.index.bits import unpack_row
-from fsmcompile.index.fresh_items import countable_in, lexeme_last_bytes, max_fresh_items
+from fsmcompile.index.fresh_items import countable_for, lexeme_last_bytes, max_fresh_items
 from fsmcompile.index.grammar_index import GrammarIndex
 from fsmcompile.index.grammar_lexer import build_lexer_automaton, item_starts
 from fsmcompile.runtime.matcher import matcher_for
 from fsmcompile.spec.json_schema.strings import COUNTED_FROM, OWN_RULE_FROM
+from fsmcompile.spec.lark.grammar import LarkGrammar
 from fsmcompile.vocabulary import Vocabulary
 
 BOUND = 300
@@ -213,11 +214,9 @@ def test_counted_lexer_survives_the_artifact(
     assert not feed(again, vocab, '{"text":"' + "b" * (bound + 1) + '"}')[0]
 
 
-def _string_terminal(
-    most: int,
-) -> tuple[ByteDFA, dict[int, frozenset[int]], frozenset[int] | None]:
-    """The counted terminal of `schema_with(most)`: its unbounded automaton, its item
-    starts, and the bytes its grammar's lexemes may end with."""
+def _string_terminal(most: int) -> tuple[LarkGrammar, ByteDFA, dict[int, frozenset[int]]]:
+    """The grammar of `schema_with(most)`, and its counted terminal's unbounded automaton
+    and item starts."""
     from fsmcompile.compiler import build_machine
     from fsmcompile.spec.json_schema import JsonOptions, schema_to_ir
 
@@ -227,7 +226,7 @@ def _string_terminal(
     assert term.dfa is not None
     starts = item_starts(term.dfa, term.node)
     assert starts is not None
-    return term.dfa, starts, lexeme_last_bytes(grammar)
+    return grammar, term.dfa, starts
 
 
 def _fresh_items_by_hand(
@@ -259,7 +258,8 @@ def _fresh_items_by_hand(
 @pytest.mark.parametrize("name", ["gpt2", "phi3", "llama3"])
 def test_max_fresh_items_is_what_a_token_can_write_into_a_string(name: str) -> None:
     vocab = load_vocabulary(name)
-    dfa, starts, after = _string_terminal(BOUND)
+    grammar, dfa, starts = _string_terminal(BOUND)
+    after = lexeme_last_bytes(grammar)
     assert after is not None and set(b'",:[]{}0123456789el') == after
     anywhere = max_fresh_items(dfa, starts, vocab)
     assert anywhere == _fresh_items_by_hand(dfa, starts, vocab, None)
@@ -296,10 +296,11 @@ def test_a_bound_a_token_could_pass_is_unrolled() -> None:
 
 def test_llama3_counts_every_counted_bound() -> None:
     vocab = load_vocabulary("llama3")
-    dfa, starts, after = _string_terminal(BOUND)
+    grammar, dfa, starts = _string_terminal(BOUND)
+    countable = countable_for(vocab, grammar)
     # A Llama 3 token writes at most 11 characters into a string it starts ...
-    assert not countable_in(vocab, after, dfa, starts, 10)
-    assert countable_in(vocab, after, dfa, starts, 11)
+    assert not countable(dfa, starts, 10)
+    assert countable(dfa, starts, 11)
     # ... so every bound the lowering marks as counted is counted, exactly.
     assert COUNTED_FROM >= 11
     for most, counted in ((COUNTED_FROM - 1, False), (COUNTED_FROM, True)):
