@@ -5,10 +5,11 @@ bounded by its length is a grammar terminal of its own, built unbounded (from
 `OWN_RULE_FROM` on it is a rule of its own, so even an otherwise regular schema takes the
 grammar route); the runtime counts its characters and masks the tokens that would pass
 the bound. That is exact while no token can write more characters than the bound into a
-string it starts (`max_fresh_items`: 3 for GPT-2 and Phi-3, 32 for Llama 3), so short
-bounds are counted too. These tests hold the counter to the exact bound, long and short:
-every spelling of a character counts once, strings of N characters are allowed token by
-token and N + 1 are not, the mask agrees with `advance` on each token near the bound, and
+string it starts (`max_fresh_items`: 3 for GPT-2 and Phi-3, 11 for Llama 3), so short
+bounds are counted too; a shorter one is unrolled in a terminal of its own. These tests
+hold the counter to the exact bound, long and short: every spelling of a character counts
+once, strings of N characters are allowed token by token and N + 1 are not, the mask
+agrees with `advance` on each token near the bound, and
 random walks end in valid instances.
 """
 
@@ -40,6 +41,10 @@ from fsmcompile.vocabulary import Vocabulary
 BOUND = 300
 SHORT = 20
 """Below `OWN_RULE_FROM`, above what a GPT-2 or Phi-3 token can write into a string."""
+TINY = 5
+"""From `COUNTED_FROM` on, two characters more than a GPT-2 or Phi-3 token can write."""
+LLAMA3_FRESH = 11
+"""The most characters a Llama 3 token writes into a string it starts."""
 
 
 def schema_with(max_length: int, min_length: int = 0) -> dict[str, Any]:
@@ -65,7 +70,7 @@ def vocab(request: pytest.FixtureRequest) -> Vocabulary:
     return load_vocabulary(request.param)
 
 
-@pytest.fixture(scope="module", params=[BOUND, SHORT])
+@pytest.fixture(scope="module", params=[BOUND, SHORT, TINY])
 def bound(request: pytest.FixtureRequest) -> int:
     return int(request.param)
 
@@ -294,16 +299,17 @@ def test_a_bound_a_token_could_pass_is_unrolled() -> None:
     assert unrolled.num_states > counted.num_states + 10 * SHORT
 
 
-def test_llama3_counts_every_counted_bound() -> None:
+def test_llama3_counts_every_bound_its_tokens_cannot_overrun() -> None:
     vocab = load_vocabulary("llama3")
     grammar, dfa, starts = _string_terminal(BOUND)
     countable = countable_for(vocab, grammar)
     # A Llama 3 token writes at most 11 characters into a string it starts ...
-    assert not countable(dfa, starts, 10)
-    assert countable(dfa, starts, 11)
-    # ... so every bound the lowering marks as counted is counted, exactly.
-    assert COUNTED_FROM >= 11
-    for most, counted in ((COUNTED_FROM - 1, False), (COUNTED_FROM, True)):
+    assert not countable(dfa, starts, LLAMA3_FRESH - 1)
+    assert countable(dfa, starts, LLAMA3_FRESH)
+    # ... so of the bounds the lowering marks as counted, those from 11 on are counted and
+    # the shorter ones unrolled, each exactly.
+    assert COUNTED_FROM < LLAMA3_FRESH
+    for most, counted in ((COUNTED_FROM, False), (LLAMA3_FRESH - 1, False), (LLAMA3_FRESH, True)):
         index = compile_json_schema(schema_with(most), vocab, cache=False)
         assert isinstance(index, GrammarIndex)
         assert (most in index.lexer.char_bound.tolist()) is counted, most
@@ -388,9 +394,9 @@ LLAMA3_PIECES = [
 @pytest.fixture(scope="module")
 def llama3_short_index() -> tuple[GrammarIndex, Vocabulary]:
     vocab = load_vocabulary("llama3")
-    index = compile_json_schema(schema_with(COUNTED_FROM), vocab, cache=False)
+    index = compile_json_schema(schema_with(LLAMA3_FRESH), vocab, cache=False)
     assert isinstance(index, GrammarIndex)
-    assert COUNTED_FROM in index.lexer.char_bound.tolist()
+    assert LLAMA3_FRESH in index.lexer.char_bound.tolist()
     return index, vocab
 
 
@@ -407,9 +413,9 @@ def test_a_short_counted_bound_is_exact_under_llama3(
 
     fits = ""
     for piece in pieces:
-        if length(fits + piece) <= COUNTED_FROM:
+        if length(fits + piece) <= LLAMA3_FRESH:
             fits += piece
-    fits += "x" * (COUNTED_FROM - length(fits))
+    fits += "x" * (LLAMA3_FRESH - length(fits))
     for escaped, ok in ((fits, True), (fits + extra, False)):
         text = '{"text":"' + escaped + '","n":12}'
         assert feed(index, vocab, text)[0] is ok, (length(escaped), text)

@@ -264,12 +264,13 @@ def narrow_content() -> Node:
     return keep_built(Repeat(_narrow_spellings(ANY_CHAR), 0, None))
 
 
-COUNTED_FROM = 16
+COUNTED_FROM = 4
 """Length bounds from here on are `CountedRepeat`s: a grammar lexer counts them when no
 token of its tokenizer can write more characters into a string it starts
-(`fsmcompile.index.fresh_items`), and unrolls them otherwise, as an automaton does.
-Below, unrolled (about 20 lexer states per character) costs less than counting: the
-runtime checks a short bound's room on every token, with a row per room."""
+(`fsmcompile.index.fresh_items`: 3 for GPT-2 and Phi-3, 11 for Llama 3), and unrolls them
+otherwise, as an automaton does. Either way the string is a terminal of its own, which
+every member with that bound shares. Below, the few unrolled states cost less than a
+terminal and a counter."""
 
 OWN_RULE_FROM = 128
 """Length bounds from here on make the string a rule of its own (`lower_string`), so a
