@@ -580,19 +580,20 @@ def items_grown(
     counted lexeme first nears its bound.
     """
     trans = lexer.transitions
-    byte_class = lexer.class_of_byte[trie.node_byte]
+    parents = trie.node_parents()
     count = np.zeros(trie.num_nodes, dtype=np.int32)
-    node = np.zeros(1, dtype=np.int64)
-    cur = np.array([state], dtype=np.int64)  # -1: the lexeme ended at an ancestor
-    while node.shape[0]:
-        parent, child = trie.children(node)
-        if child.shape[0] == 0:
-            break
-        q = np.maximum(cur[parent], 0)
-        c = byte_class[child]
-        nq = np.where(cur[parent] >= 0, trans[q, c], -1)
-        count[child] = count[node[parent]] + ((nq >= 0) & lexer.char_start[q, c])
-        node, cur = child, nq
+    cur = np.full(trie.num_nodes, -1, dtype=np.int64)  # -1: the lexeme ended at an ancestor
+    cur[0] = state
+    offsets = trie.level_offsets.tolist()
+    for lo, hi in zip(offsets[1:-1], offsets[2:], strict=True):
+        # Level by level, every node at once: one gather from the parents' states.
+        nodes = trie.level_nodes[lo:hi]
+        parent = parents[nodes]
+        q = cur[parent]
+        c = lexer.class_of_byte[trie.node_byte[nodes]]
+        nq = np.where(q >= 0, trans[np.maximum(q, 0), c], -1)
+        count[nodes] = count[parent] + ((nq >= 0) & lexer.char_start[np.maximum(q, 0), c])
+        cur[nodes] = nq
     grown = np.zeros(vocab_size, dtype=np.int32)
     grown[trie.token_ids] = count[trie.token_node]
     return grown

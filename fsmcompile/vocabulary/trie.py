@@ -92,6 +92,22 @@ class TokenTrie:
             self._derived["depths"] = depth
         return depth
 
+    def node_parents(self) -> npt.NDArray[np.int64]:
+        """int64[N]: the parent of every node (the root's is -1), computed once, read-only:
+        a walk that visits every node steps a level with one gather, not a child listing."""
+        parents = self._derived.get("parents")
+        if parents is None:
+            counts = self.child_hi - self.child_lo
+            owner = np.repeat(np.arange(self.num_nodes, dtype=np.int64), counts)
+            pos = self.child_lo[owner] + (
+                np.arange(owner.shape[0]) - np.repeat(np.cumsum(counts) - counts, counts)
+            )
+            parents = np.full(self.num_nodes, -1, dtype=np.int64)
+            parents[self.level_nodes[pos]] = owner
+            parents.flags.writeable = False
+            self._derived["parents"] = parents
+        return parents
+
     def token_first_bytes(self) -> npt.NDArray[np.int64]:
         """int64[T]: the first byte of each trie token (computed once, read-only).
 
