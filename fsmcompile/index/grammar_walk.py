@@ -579,21 +579,23 @@ def items_grown(
     there). Cost: one walk of the whole trie from one state, made at run time when a
     counted lexeme first nears its bound.
     """
-    trans = lexer.transitions
-    parents = trie.node_parents()
+    parent_at, position = trie.level_parents()
+    num_classes = lexer.transitions.shape[1]
+    moves = lexer.transitions.reshape(-1).astype(np.int64)
+    starts = lexer.char_start.reshape(-1)
+    byte_class = lexer.class_of_byte[trie.node_byte[trie.level_nodes]].astype(np.int64)
+    # Per node in level order (`TokenTrie.level_parents`): each level is one slice.
     count = np.zeros(trie.num_nodes, dtype=np.int32)
     cur = np.full(trie.num_nodes, -1, dtype=np.int64)  # -1: the lexeme ended at an ancestor
     cur[0] = state
     offsets = trie.level_offsets.tolist()
     for lo, hi in zip(offsets[1:-1], offsets[2:], strict=True):
-        # Level by level, every node at once: one gather from the parents' states.
-        nodes = trie.level_nodes[lo:hi]
-        parent = parents[nodes]
+        parent = parent_at[lo:hi]
         q = cur[parent]
-        c = lexer.class_of_byte[trie.node_byte[nodes]]
-        nq = np.where(q >= 0, trans[np.maximum(q, 0), c], -1)
-        count[nodes] = count[parent] + ((nq >= 0) & lexer.char_start[np.maximum(q, 0), c])
-        cur[nodes] = nq
+        at = np.maximum(q, 0) * num_classes + byte_class[lo:hi]
+        nq = np.where(q >= 0, moves[at], -1)
+        count[lo:hi] = count[parent] + ((nq >= 0) & starts[at])
+        cur[lo:hi] = nq
     grown = np.zeros(vocab_size, dtype=np.int32)
-    grown[trie.token_ids] = count[trie.token_node]
+    grown[trie.token_ids] = count[position[trie.token_node]]
     return grown

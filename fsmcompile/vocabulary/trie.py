@@ -92,21 +92,31 @@ class TokenTrie:
             self._derived["depths"] = depth
         return depth
 
-    def node_parents(self) -> npt.NDArray[np.int64]:
-        """int64[N]: the parent of every node (the root's is -1), computed once, read-only:
-        a walk that visits every node steps a level with one gather, not a child listing."""
-        parents = self._derived.get("parents")
-        if parents is None:
+    def level_parents(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """(int64[N] the position in `level_nodes` of each position's parent, the root's -1;
+        int64[N] the position of every node id), computed once, read-only.
+
+        A walk that visits every node can keep its per-node values in level order: a level
+        is then one contiguous slice, and its parents' values one gather from the level
+        above, read in ascending order (children of a node are adjacent).
+        """
+        found = self._derived.get("level_parents")
+        position = self._derived.get("positions")
+        if found is None or position is None:
+            position = np.empty(self.num_nodes, dtype=np.int64)
+            position[self.level_nodes] = np.arange(self.num_nodes, dtype=np.int64)
             counts = self.child_hi - self.child_lo
             owner = np.repeat(np.arange(self.num_nodes, dtype=np.int64), counts)
             pos = self.child_lo[owner] + (
                 np.arange(owner.shape[0]) - np.repeat(np.cumsum(counts) - counts, counts)
             )
-            parents = np.full(self.num_nodes, -1, dtype=np.int64)
-            parents[self.level_nodes[pos]] = owner
-            parents.flags.writeable = False
-            self._derived["parents"] = parents
-        return parents
+            found = np.full(self.num_nodes, -1, dtype=np.int64)
+            found[pos] = position[owner]
+            found.flags.writeable = False
+            position.flags.writeable = False
+            self._derived["level_parents"] = found
+            self._derived["positions"] = position
+        return found, position
 
     def token_first_bytes(self) -> npt.NDArray[np.int64]:
         """int64[T]: the first byte of each trie token (computed once, read-only).

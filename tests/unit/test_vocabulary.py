@@ -130,15 +130,17 @@ def test_first_byte_by_id_reads_each_text_tokens_bytes(phi3: Vocabulary) -> None
         assert table[token] == expected, token
 
 
-def test_node_parents_spell_each_token_back_to_the_root(gpt2: Vocabulary) -> None:
+def test_level_parents_spell_each_token_back_to_the_root(gpt2: Vocabulary) -> None:
     trie = gpt2.trie
-    parents = trie.node_parents()
-    assert parents[0] == -1 and (parents[1:] >= 0).all()
+    parent_at, position = trie.level_parents()
+    assert (trie.level_nodes[position] == range(trie.num_nodes)).all()
+    assert parent_at[0] == -1 and (parent_at[1:] >= 0).all()
     # Each token's bytes, read from its end node up through the parents, then reversed.
     pairs = list(zip(trie.token_ids.tolist(), trie.token_node.tolist(), strict=True))
     for token_id, node in pairs[::997]:
         spelled = []
-        while node > 0:
-            spelled.append(int(trie.node_byte[node]))
-            node = int(parents[node])
+        at = int(position[node])
+        while at > 0:
+            spelled.append(int(trie.node_byte[trie.level_nodes[at]]))
+            at = int(parent_at[at])
         assert bytes(reversed(spelled)) == gpt2.token_bytes[token_id]
