@@ -105,13 +105,9 @@ class TokenTrie:
         if found is None or position is None:
             position = np.empty(self.num_nodes, dtype=np.int64)
             position[self.level_nodes] = np.arange(self.num_nodes, dtype=np.int64)
-            counts = self.child_hi - self.child_lo
-            owner = np.repeat(np.arange(self.num_nodes, dtype=np.int64), counts)
-            pos = self.child_lo[owner] + (
-                np.arange(owner.shape[0]) - np.repeat(np.cumsum(counts) - counts, counts)
-            )
+            owner, child = self.children(np.arange(self.num_nodes, dtype=np.int64))
             found = np.full(self.num_nodes, -1, dtype=np.int64)
-            found[pos] = position[owner]
+            found[position[child]] = position[owner]
             found.flags.writeable = False
             position.flags.writeable = False
             self._derived["level_parents"] = found
