@@ -21,6 +21,8 @@ from fsmcompile.index.bits import bitmask_words, set_bits, unpack_row
 from fsmcompile.memo import StageMemo
 from fsmcompile.types import DEAD, StateId, TokenId
 
+from .jump_forward import FORCED_MAX_BYTES, forced_encoding
+
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
@@ -28,9 +30,6 @@ if TYPE_CHECKING:
 
 TERMINATED: StateId = -2
 """Matcher state after EOS was accepted: only EOS may follow, nothing else is consumed."""
-
-_FORCED_MAX_BYTES = 1 << 16
-"""Bound on one forced-text walk; a trimmed DFA never needs it, a damaged one can't loop."""
 
 _TABLES_CACHE_SIZE = 32
 
@@ -162,35 +161,6 @@ class IndexTables:
             self._live_bytes[state] = count
         return count
 
-    def could_merge(self, token: TokenId, end: StateId) -> bool:
-        """Whether some token spans the end of `token` and a byte allowed after `end`.
-
-        If no vocabulary token starts with a suffix of `token`'s bytes followed by a byte
-        the automaton allows next, BPE cannot merge across that boundary, so the token
-        can be forced as is. Cost: a trie walk per suffix (tokens are short).
-        """
-        trie = self.index.vocabulary.trie
-        row = self._row(end)
-        classes = self.index.dfa.class_of_byte
-        data = self.index.vocabulary.token_bytes[token]
-        for start in range(len(data)):
-            node = 0
-            for byte in data[start:]:
-                lo, hi = int(trie.child_lo[node]), int(trie.child_hi[node])
-                children = trie.level_nodes[lo:hi]
-                at = int(np.searchsorted(trie.node_byte[children], byte))
-                if at == hi - lo or trie.node_byte[children[at]] != byte:
-                    node = -1
-                    break
-                node = int(children[at])
-            if node < 0:
-                continue
-            lo, hi = int(trie.child_lo[node]), int(trie.child_hi[node])
-            next_bytes = trie.node_byte[trie.level_nodes[lo:hi]]
-            if any(row[int(classes[b])] != DEAD for b in next_bytes.tolist()):
-                return True
-        return False
-
     def forced(self, state: StateId) -> tuple[bytes, StateId]:
         """The bytes every continuation from `state` starts with, and the state after them.
 
@@ -202,7 +172,7 @@ class IndexTables:
             return hit
         out = bytearray()
         cur = state
-        while not self.accepting[cur] and len(out) < _FORCED_MAX_BYTES:
+        while not self.accepting[cur] and len(out) < FORCED_MAX_BYTES:
             if self.live_bytes(cur) != 1:
                 break
             row = self._row(cur)
@@ -219,37 +189,25 @@ class IndexTables:
         if hit is not None:
             return hit
         data, end = self.forced(state)
-        ids: tuple[TokenId, ...] = ()
-        text, complete = _utf8_prefix(data)
-        if text:
-            encoded = list(self.index.vocabulary.encode(text))
-            must_stop = complete and self.accepting[end] and self.live_bytes(end) == 0
-            if encoded and not must_stop and (not complete or self.could_merge(encoded[-1], end)):
-                # The last token could merge with bytes the model writes next; the
-                # canonical encoding of the whole text would differ (DESIGN.md:
-                # naive forced tokenization is non-canonical 97% of the time).
-                encoded = encoded[:-1]
-            accepted: list[TokenId] = []
-            cur = state
-            for token in encoded:
-                nxt = self.next_state(cur, token) if token not in self.eos_token_ids else DEAD
-                if nxt == DEAD:
-                    break
-                accepted.append(token)
-                cur = nxt
-            ids = tuple(accepted)
+        row = self._row(end)
+        classes = self.index.dfa.class_of_byte
+        encoded = forced_encoding(
+            self.index.vocabulary,
+            data,
+            must_stop=bool(self.accepting[end]) and self.live_bytes(end) == 0,
+            next_byte_ok=lambda b: row[int(classes[b])] != DEAD,
+        )
+        accepted: list[TokenId] = []
+        cur = state
+        for token in encoded:
+            nxt = self.next_state(cur, token) if token not in self.eos_token_ids else DEAD
+            if nxt == DEAD:
+                break
+            accepted.append(token)
+            cur = nxt
+        ids = tuple(accepted)
         self._forced_ids[state] = ids
         return ids
-
-
-def _utf8_prefix(data: bytes) -> tuple[str, bool]:
-    """The longest valid UTF-8 prefix of `data` as text, and whether it is all of it."""
-    for cut in range(len(data), max(len(data) - 4, -1), -1):
-        try:
-            return data[:cut].decode("utf-8"), cut == len(data)
-        except UnicodeDecodeError:
-            continue
-    return "", not data
 
 
 _tables_cache: StageMemo[int, IndexTables] = StageMemo(_TABLES_CACHE_SIZE)
@@ -473,9 +431,15 @@ class TokenMatcher(Protocol):
 
     def is_accepting(self) -> bool: ...
 
+    def is_complete(self) -> bool: ...
+
     def fill_bitmask(self, out: Any, row: int = 0) -> None: ...
 
     def allowed_token_ids(self) -> npt.NDArray[np.int64]: ...
+
+    def forced_bytes(self) -> bytes: ...
+
+    def forced_token_ids(self) -> list[TokenId]: ...
 
 
 def matcher_for(index: Any) -> TokenMatcher:
