@@ -33,7 +33,8 @@ class GrammarMatcher:
 
     Same interface as the regex `Matcher`: `advance`, `advance_many`, `validate_tokens`,
     `fill_bitmask`, `allowed_token_ids`, `is_accepting`, `is_complete`, `is_terminated`,
-    `rollback`, `reset`. Not thread-safe: one matcher per request, driven by one thread.
+    `rollback`, `reset`, `forced_bytes`, `forced_token_ids`. Not thread-safe: one matcher
+    per request, driven by one thread.
     """
 
     __slots__ = (
@@ -175,3 +176,20 @@ class GrammarMatcher:
     def allowed_token_ids(self) -> npt.NDArray[np.int64]:
         """Sorted ids allowed at the next step (EOS included where complete). O(V)."""
         return np.flatnonzero(unpack_row(self._row(), self._tables.vocab_size)).astype(np.int64)
+
+    def forced_bytes(self) -> bytes:
+        """The text every continuation from here must start with (b"" if none)."""
+        if self._terminated:
+            return b""
+        return self._tables.forced(self._configs, self._fresh)[0]
+
+    def forced_token_ids(self) -> list[TokenId]:
+        """Token ids for jump-forward: the canonical encoding of `forced_bytes()`.
+
+        As `Matcher.forced_token_ids`: the final token is dropped where BPE could merge it
+        with a byte allowed next, unless only EOS may follow the forced text; every
+        returned id is accepted by `advance_many` from the current state.
+        """
+        if self._terminated:
+            return []
+        return list(self._tables.forced_token_ids(self._configs, self._fresh))

@@ -18,6 +18,7 @@ parser check per run and one OR over the valid runs' groups, cached by the runs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +36,8 @@ from fsmcompile.index.grammar_walk import (
 )
 from fsmcompile.memo import StageMemo
 
+from .jump_forward import FORCED_MAX_BYTES, forced_encoding
+
 if TYPE_CHECKING:
     from fsmcompile.index.grammar_index import GrammarIndex
 
@@ -46,6 +49,10 @@ reading of the text so far. The count matters only in a counted lexeme's states
 Outcome = tuple[int, int, int, int, int]
 """(seq id, end lexer state, constraint id, items grown, items fresh) of one reading of a
 token (`walk_bytes`)."""
+
+Forced = tuple[bytes, tuple[Config, ...], bool]
+"""(forced bytes, configurations after them, whether those are still fresh) of
+`GrammarTables.forced`."""
 
 _PACK_MIN_TOKENS = 256
 """From this many listed tokens a union sets them through a bool row and `np.packbits`
@@ -138,6 +145,13 @@ class GrammarTables:
         self._state_kill: list[int] = index.state_kill.tolist()
         self._kill_masks = index.kill_masks
         self._context_start: list[int] = lexer.context_start.tolist()
+        # Byte classes of the lexer, for jump-forward: one byte walks for all of its class.
+        self._class_of_byte: list[int] = lexer.class_of_byte.tolist()
+        num_classes = int(lexer.transitions.shape[1])
+        self._class_size = np.bincount(lexer.class_of_byte, minlength=num_classes).tolist()
+        self._class_byte = [self._class_of_byte.index(c) for c in range(num_classes)]
+        # Widest classes first: inside a string one wide class tells that nothing is forced.
+        self._classes_by_size = sorted(range(num_classes), key=lambda c: -self._class_size[c])
         self._restart: list[int] = lexer.restart_context.tolist()
         self._token_bytes = vocab.token_bytes
         self._text_token = np.zeros(self.vocab_size, dtype=np.bool_)
@@ -151,6 +165,9 @@ class GrammarTables:
         self._row_suffix: dict[tuple[int, tuple[int, ...]], npt.NDArray[np.int32]] = {}
         self._suffix_lengths: dict[tuple[int, int], list[int]] = {}
         self._outcomes: dict[tuple[int, int, int], tuple[Outcome, ...]] = {}
+        self._byte_outcomes: dict[tuple[int, int, int], tuple[Outcome, ...]] = {}
+        self._forced: dict[tuple[tuple[Config, ...], bool], Forced] = {}
+        self._forced_ids: dict[tuple[tuple[Config, ...], bool], tuple[int, ...]] = {}
         self._hits: dict[int, npt.NDArray[np.int32]] = {}
         self._set_rows: dict[tuple[Config, ...], npt.NDArray[np.int32]] = {}
         self._unions: dict[tuple[int, ...], npt.NDArray[np.int32]] = {}
@@ -356,6 +373,8 @@ class GrammarTables:
             self._row_suffix.clear()
             self._suffix_lengths.clear()
             self._set_rows.clear()
+            self._forced.clear()
+            self._forced_ids.clear()
 
     def _union(self, runs: tuple[int, ...]) -> npt.NDArray[np.int32]:
         """int32[W]: the OR of some runs' groups, read-only and cached (many stacks validate
@@ -583,42 +602,133 @@ class GrammarTables:
         reading of a token's bytes (see `walk_bytes`)."""
         key = (state, cid, token)
         hit = self._outcomes.get(key)
-        if hit is not None:
-            return hit
-        result: tuple[Outcome, ...] = ()
-        if 0 <= token < self.vocab_size and self._text_token[token]:
-            found = walk_bytes(
-                self.lexer,
-                self._next_contexts,
-                self._ignored,
-                state,
-                self._constraints.sets[cid],
-                self._token_bytes[token],
-            )
-            out = []
-            for emitted, end, cons, grown, fresh in found:
-                seq = 0
-                for terminal, ctx in emitted:
-                    seq = self._sequences.extend(seq, terminal, ctx)
-                out.append((seq, end, self._constraints.intern(cons), grown, fresh))
-            result = tuple(out)
-        self._outcomes[key] = result
-        return result
+        if hit is None:
+            text = 0 <= token < self.vocab_size and self._text_token[token]
+            hit = self._walk(state, cid, self._token_bytes[token]) if text else ()
+            self._outcomes[key] = hit
+        return hit
+
+    def byte_outcomes(self, state: int, cid: int, byte: int) -> tuple[Outcome, ...]:
+        """`outcomes` of one byte (a representative of its lexer class), for jump-forward."""
+        key = (state, cid, byte)
+        hit = self._byte_outcomes.get(key)
+        if hit is None:
+            hit = self._byte_outcomes[key] = self._walk(state, cid, bytes((byte,)))
+        return hit
+
+    def _walk(self, state: int, cid: int, data: bytes) -> tuple[Outcome, ...]:
+        found = walk_bytes(
+            self.lexer,
+            self._next_contexts,
+            self._ignored,
+            state,
+            self._constraints.sets[cid],
+            data,
+        )
+        out = []
+        for emitted, end, cons, grown, fresh in found:
+            seq = 0
+            for terminal, ctx in emitted:
+                seq = self._sequences.extend(seq, terminal, ctx)
+            out.append((seq, end, self._constraints.intern(cons), grown, fresh))
+        return tuple(out)
 
     def advance(self, configs: tuple[Config, ...], token: int) -> tuple[Config, ...]:
         """The configurations after a text token; empty if no reading survives."""
+        return self._advance(configs, token, self.outcomes)
+
+    def _advance(
+        self,
+        configs: tuple[Config, ...],
+        unit: int,
+        outcomes: Callable[[int, int, int], tuple[Outcome, ...]],
+    ) -> tuple[Config, ...]:
+        """The configurations after a token or a byte (`unit`, read by `outcomes`)."""
         out: set[Config] = set()
         state_xset = self._state_xset
         bounds = self._char_bound
         for stack, state, cid, count in configs:
             bound = bounds[state]
-            for seq, end, end_cid, grown, fresh in self.outcomes(state, cid, token):
+            for seq, end, end_cid, grown, fresh in outcomes(state, cid, unit):
                 if 0 <= bound < count + grown:
                     continue  # the lexeme would pass its bound
                 after, _ = self.apply(stack, seq)
                 if after >= 0 and self.xset_ok(after, state_xset[end])[0]:
                     out.add((after, end, end_cid, count + grown if fresh < 0 else fresh))
         return tuple(sorted(out)) if len(out) > 1 else tuple(out)
+
+    # -- jump-forward ---------------------------------------------------------------------
+
+    def forced(self, configs: tuple[Config, ...], fresh: bool) -> Forced:
+        """The bytes every continuation of `configs` starts with, the configurations after
+        them, and whether those are still fresh (nothing read yet).
+
+        A byte is forced when the text may not end here and it is the only byte some
+        reading takes: exactly what `advance` would accept, so a forced byte is never a
+        guess. Cost: a few byte walks per forced byte, cached by configuration set.
+        """
+        key = (configs, fresh)
+        hit = self._forced.get(key)
+        if hit is not None:
+            return hit
+        out = bytearray()
+        cur, cur_fresh = configs, fresh
+        while len(out) < FORCED_MAX_BYTES and not self.configs_accept_end(cur, cur_fresh):
+            live = self._live_classes(cur, stop_at_two_bytes=True)
+            if len(live) != 1 or self._class_size[live[0][0]] != 1:
+                break
+            cls, cur = live[0]
+            out.append(self._class_byte[cls])
+            cur_fresh = False
+        result = (bytes(out), cur, cur_fresh)
+        self._bound_caches()
+        self._forced[key] = result
+        return result
+
+    def forced_token_ids(self, configs: tuple[Config, ...], fresh: bool) -> tuple[int, ...]:
+        """Token ids for the forced text of `configs` (see `GrammarMatcher.forced_token_ids`)."""
+        key = (configs, fresh)
+        hit = self._forced_ids.get(key)
+        if hit is not None:
+            return hit
+        data, end, end_fresh = self.forced(configs, fresh)
+        ids: tuple[int, ...] = ()
+        if data:
+            live = {cls for cls, _ in self._live_classes(end, stop_at_two_bytes=False)}
+            class_of_byte = self._class_of_byte
+            encoded = forced_encoding(
+                self.index.vocabulary,
+                data,
+                must_stop=not live and self.configs_accept_end(end, end_fresh),
+                next_byte_ok=lambda b: class_of_byte[b] in live,
+            )
+            accepted: list[int] = []
+            cur = configs
+            for token in encoded:
+                cur = self.advance(cur, token) if token not in self.eos_token_ids else ()
+                if not cur:
+                    break
+                accepted.append(token)
+            ids = tuple(accepted)
+        self._forced_ids[key] = ids
+        return ids
+
+    def _live_classes(
+        self, configs: tuple[Config, ...], *, stop_at_two_bytes: bool
+    ) -> list[tuple[int, tuple[Config, ...]]]:
+        """(lexer byte class, configurations after one of its bytes) for each class some
+        reading of `configs` takes; with `stop_at_two_bytes`, only until two live bytes
+        are known (enough to tell that nothing is forced)."""
+        live: list[tuple[int, tuple[Config, ...]]] = []
+        size = self._class_size
+        for cls in self._classes_by_size:
+            after = self._advance(configs, self._class_byte[cls], self.byte_outcomes)
+            if not after:
+                continue
+            live.append((cls, after))
+            if stop_at_two_bytes and (len(live) > 1 or size[cls] > 1):
+                break
+        return live
 
     def configs_accept_end(self, configs: tuple[Config, ...], fresh: bool) -> bool:
         if fresh:

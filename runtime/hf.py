@@ -21,7 +21,7 @@ from transformers import LogitsProcessor
 from fsmcompile.index.bits import bitmask_words, set_bits
 
 from .bitmask import apply_token_bitmask_inplace
-from .matcher import Matcher, TokenMatcher, matcher_for
+from .matcher import TokenMatcher, matcher_for
 
 if TYPE_CHECKING:
     from fsmcompile.index.token_index import TokenIndex
@@ -128,8 +128,8 @@ def generate_constrained(
 
     With `jump_forward`, after each sampled token the forced continuation
     (`Matcher.forced_token_ids`) is appended and fed in the same next forward pass, and
-    once only EOS can follow the loop stops without asking the model. Lark grammar
-    indexes have no forced-text walk yet, so they decode one token per pass.
+    once only EOS can follow the loop stops without asking the model. Regex and grammar
+    indexes (JSON Schemas with free-form or recursive values, Lark grammars) alike.
 
     Args:
         model: a transformers causal LM (called with input_ids, its KV cache and
@@ -153,8 +153,7 @@ def generate_constrained(
         raise ValueError("prompt encodes to no tokens: expected at least one")
     device = next(model.parameters()).device
     matcher = matcher_for(index)
-    # Jump-forward needs the DFA's forced text; grammar matchers decode token by token.
-    jump = jump_forward and isinstance(matcher, Matcher)
+    jump = jump_forward
     vocabulary = index.vocabulary
     bitmask = np.zeros(bitmask_words(vocabulary.size), dtype=np.int32)
     output: list[int] = []
@@ -165,7 +164,7 @@ def generate_constrained(
     forced_count = 0
     stop: StopReason = "max_new_tokens"
     while len(output) < max_new_tokens:
-        if jump and isinstance(matcher, Matcher) and matcher.is_complete():
+        if jump and matcher.is_complete():
             stop = "eos"  # only EOS can follow: no need to ask the model
             break
         inputs = torch.tensor([pending], device=device)
@@ -185,7 +184,7 @@ def generate_constrained(
             break
         output.append(token)
         pending = [token]
-        if jump and isinstance(matcher, Matcher):
+        if jump:
             forced = matcher.forced_token_ids()[: max_new_tokens - len(output)]
             if forced:
                 matcher.advance_many(forced)

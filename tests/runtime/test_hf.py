@@ -144,13 +144,9 @@ def test_e2e_gpt2_regex_generation_matches(gpt2, gpt2_model, pattern, jump_forwa
             assert result.steps_saved > 0
 
 
-def test_e2e_gpt2_json_schema_generation_validates(gpt2, gpt2_model):
-    import json
-
-    import fsmcompile
-
-    jsonschema = pytest.importorskip("jsonschema")
-    schema = {
+E2E_SCHEMAS = {
+    # Closed and bounded: a DFA index.
+    "TokenIndex": {
         "type": "object",
         "properties": {
             "name": {"type": "string", "maxLength": 8},
@@ -158,16 +154,38 @@ def test_e2e_gpt2_json_schema_generation_validates(gpt2, gpt2_model):
         },
         "required": ["name", "ok"],
         "additionalProperties": False,
-    }
+    },
+    # No `additionalProperties`: members with any JSON value may follow, a grammar index.
+    "GrammarIndex": {
+        "type": "object",
+        "properties": {
+            "id": {"type": "integer", "minimum": 0, "maximum": 99},
+            "ok": {"type": "boolean"},
+        },
+        "required": ["id", "ok"],
+    },
+}
+
+
+@pytest.mark.parametrize("kind", sorted(E2E_SCHEMAS))
+def test_e2e_gpt2_json_schema_generation_validates_and_jumps_forward(gpt2, gpt2_model, kind):
+    import json
+
+    import fsmcompile
+
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = E2E_SCHEMAS[kind]
     index = fsmcompile.compile_json_schema(schema, gpt2)
+    assert type(index).__name__ == kind
     for seed in range(2):
         gen = torch.Generator().manual_seed(seed)
         result = generate_constrained(
-            gpt2_model, gpt2, index, "JSON:", 64, do_sample=True, generator=gen
+            gpt2_model, gpt2, index, "JSON:", 96, do_sample=True, generator=gen
         )
         assert result.stop_reason == "eos", result
         jsonschema.validate(json.loads(result.text), schema)
-        assert result.steps_saved > 0
+        # The keys and the punctuation around them are forced.
+        assert result.forced_tokens >= 2 and result.steps_saved > 0, result
 
 
 def test_e2e_gpt2_hf_generate_with_processor(gpt2, gpt2_model):
