@@ -168,6 +168,7 @@ class GrammarTables:
         self._byte_outcomes: dict[tuple[int, int, int], tuple[Outcome, ...]] = {}
         self._forced: dict[tuple[tuple[Config, ...], bool], Forced] = {}
         self._forced_ids: dict[tuple[tuple[Config, ...], bool], tuple[int, ...]] = {}
+        self._moving: dict[int, tuple[int, ...]] = {}
         self._hits: dict[int, npt.NDArray[np.int32]] = {}
         self._set_rows: dict[tuple[Config, ...], npt.NDArray[np.int32]] = {}
         self._unions: dict[tuple[int, ...], npt.NDArray[np.int32]] = {}
@@ -713,6 +714,17 @@ class GrammarTables:
         self._forced_ids[key] = ids
         return ids
 
+    def _moving_classes(self, state: int) -> tuple[int, ...]:
+        """The byte classes that can read on from lexer `state`, widest first: its own moves,
+        or every class where the lexeme may be cut and the next one start."""
+        found = self._moving.get(state)
+        if found is None:
+            row = self.lexer.transitions[state]
+            cut = self._label[state] >= 0
+            found = tuple(c for c in self._classes_by_size if cut or row[c] >= 0)
+            self._moving[state] = found
+        return found
+
     def _live_classes(
         self, configs: tuple[Config, ...], *, stop_at_two_bytes: bool
     ) -> list[tuple[int, tuple[Config, ...]]]:
@@ -721,7 +733,12 @@ class GrammarTables:
         are known (enough to tell that nothing is forced)."""
         live: list[tuple[int, tuple[Config, ...]]] = []
         size = self._class_size
-        for cls in self._classes_by_size:
+        if len(configs) == 1:
+            candidates = self._moving_classes(configs[0][1])
+        else:
+            moving = set().union(*(self._moving_classes(q) for _, q, *_ in configs))
+            candidates = tuple(c for c in self._classes_by_size if c in moving)
+        for cls in candidates:
             after = self._advance(configs, self._class_byte[cls], self.byte_outcomes)
             if not after:
                 continue
