@@ -14,6 +14,9 @@ A row is the OR of the index's token groups of the lexer state (each a dense mas
 a token list) whose emitted sequence and exit set the stack accepts. The groups come
 sorted into runs sharing (first terminal, sequence, exit set), so a row costs one memoized
 parser check per run and one OR over the valid runs' groups, cached by the runs.
+
+Jump-forward reads the same tables a byte at a time: the forced text of a configuration
+set is the run of bytes that are each the only one `advance` would take (cached by set).
 """
 
 from __future__ import annotations
