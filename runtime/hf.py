@@ -129,7 +129,7 @@ def generate_constrained(
     With `jump_forward`, after each sampled token the forced continuation
     (`Matcher.forced_token_ids`) is appended and fed in the same next forward pass, and
     once only EOS can follow the loop stops without asking the model. Regex and grammar
-    indexes (JSON Schemas with free-form or recursive values, Lark grammars) alike.
+    indexes (JSON Schemas with free-form or recursive values, Lark grammars) both jump.
 
     Args:
         model: a transformers causal LM (called with input_ids, its KV cache and
@@ -153,7 +153,6 @@ def generate_constrained(
         raise ValueError("prompt encodes to no tokens: expected at least one")
     device = next(model.parameters()).device
     matcher = matcher_for(index)
-    jump = jump_forward
     vocabulary = index.vocabulary
     bitmask = np.zeros(bitmask_words(vocabulary.size), dtype=np.int32)
     output: list[int] = []
@@ -164,7 +163,7 @@ def generate_constrained(
     forced_count = 0
     stop: StopReason = "max_new_tokens"
     while len(output) < max_new_tokens:
-        if jump and matcher.is_complete():
+        if jump_forward and matcher.is_complete():
             stop = "eos"  # only EOS can follow: no need to ask the model
             break
         inputs = torch.tensor([pending], device=device)
@@ -184,7 +183,7 @@ def generate_constrained(
             break
         output.append(token)
         pending = [token]
-        if jump:
+        if jump_forward:
             forced = matcher.forced_token_ids()[: max_new_tokens - len(output)]
             if forced:
                 matcher.advance_many(forced)
