@@ -119,6 +119,31 @@ def test_nothing_is_forced_where_the_text_may_end(gpt2, first_bytes):
     assert check_forced(m, gpt2, first_bytes) == b""
 
 
+REGEX = r'\{"id":[0-9]{1,3},"ok":(true|false)\}'
+LARK = r"""
+start: "{\"id\":" INT ",\"ok\":" BOOL "}"
+INT: /[0-9]{1,3}/
+BOOL: "true" | "false"
+"""
+"""One language twice: a regex (a DFA index) and a grammar (a grammar index)."""
+
+
+@pytest.mark.parametrize("text", ['{"id":7,"ok":true}', '{"id":123,"ok":false}'])
+def test_forced_text_is_the_same_for_a_dfa_and_a_grammar_of_one_language(gpt2, text):
+    from fsmcompile.runtime.matcher import Matcher
+
+    dfa = Matcher(compile_spec("regex", REGEX, gpt2, cache=False).index)
+    grammar = GrammarMatcher(compile_spec("lark", LARK, gpt2, cache=False).index)
+    seen = set()
+    for token in [*gpt2.encode(text), None]:
+        assert grammar.forced_bytes() == dfa.forced_bytes()
+        assert grammar.forced_token_ids() == dfa.forced_token_ids()
+        seen.add(dfa.forced_bytes())
+        if token is not None:
+            assert dfa.advance(token) and grammar.advance(token)
+    assert b'{"id":' in seen and b'":' in seen, seen  # the comparison saw forced text
+
+
 @settings(max_examples=40, deadline=None)
 @given(name=st.sampled_from(sorted(SPECS)), seed=st.integers(0, 2**32 - 1))
 def test_forced_text_agrees_with_the_mask_along_random_walks(
