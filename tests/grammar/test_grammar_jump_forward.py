@@ -144,6 +144,20 @@ def test_forced_text_is_the_same_for_a_dfa_and_a_grammar_of_one_language(gpt2, t
     assert b'{"id":' in seen and b'":' in seen, seen  # the comparison saw forced text
 
 
+def test_forced_token_ids_spell_the_forced_text_for_every_tokenizer(real_vocab):
+    """SentencePiece (Phi-3) and the large BPEs encode a fragment their own way; what is
+    forced must still spell the forced text and be accepted, and keys must be forced."""
+    index = compile_spec("json", PERSON, real_vocab, cache=False).index
+    m = GrammarMatcher(index)
+    assert m.forced_bytes() == b'{"name":"' and m.forced_token_ids()
+    for token in real_vocab.encode('{"name":"Ada","age":36,"tags":["beta"]}'):
+        assert m.advance(token)
+        forced, ids = m.forced_bytes(), m.forced_token_ids()
+        assert forced.startswith(b"".join(real_vocab.token_bytes[t] for t in ids))
+        assert m.advance_many(ids) == len(ids)
+        m.rollback(len(ids))
+
+
 @settings(max_examples=40, deadline=None)
 @given(name=st.sampled_from(sorted(SPECS)), seed=st.integers(0, 2**32 - 1))
 def test_forced_text_agrees_with_the_mask_along_random_walks(
