@@ -39,7 +39,7 @@ from fsmcompile.index.grammar_walk import (
 )
 from fsmcompile.memo import StageMemo
 
-from .jump_forward import FORCED_MAX_BYTES, forced_encoding
+from .jump_forward import FORCED_MAX_BYTES, byte_classes, forced_encoding
 
 if TYPE_CHECKING:
     from fsmcompile.index.grammar_index import GrammarIndex
@@ -151,8 +151,7 @@ class GrammarTables:
         # Byte classes of the lexer, for jump-forward: one byte walks for all of its class.
         self._class_of_byte: list[int] = lexer.class_of_byte.tolist()
         num_classes = int(lexer.transitions.shape[1])
-        self._class_size = np.bincount(lexer.class_of_byte, minlength=num_classes).tolist()
-        self._class_byte = [self._class_of_byte.index(c) for c in range(num_classes)]
+        self._class_size, self._class_byte = byte_classes(lexer.class_of_byte, num_classes)
         # Widest classes first: inside a string one wide class tells that nothing is forced.
         self._classes_by_size = sorted(range(num_classes), key=lambda c: -self._class_size[c])
         self._restart: list[int] = lexer.restart_context.tolist()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+import numpy.typing as npt
 
 from fsmcompile.types import TokenId
 from fsmcompile.vocabulary import Vocabulary
@@ -19,6 +20,16 @@ from fsmcompile.vocabulary.trie import TokenTrie
 FORCED_MAX_BYTES = 1 << 16
 """Bound on one forced-text walk; a trimmed automaton never needs it, a damaged one can't
 loop."""
+
+
+def byte_classes(
+    class_of_byte: npt.NDArray[np.integer], num_classes: int
+) -> tuple[list[int], list[int]]:
+    """(bytes in each class, the first byte of each class) of an automaton's byte classes:
+    a forced-text walk tries one byte per class and forces it only from a class of one."""
+    sizes: list[int] = np.bincount(class_of_byte, minlength=num_classes).tolist()
+    _, first = np.unique(class_of_byte, return_index=True)
+    return sizes, first.tolist()
 
 
 def utf8_prefix(data: bytes) -> tuple[str, bool]:

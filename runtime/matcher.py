@@ -21,7 +21,7 @@ from fsmcompile.index.bits import bitmask_words, set_bits, unpack_row
 from fsmcompile.memo import StageMemo
 from fsmcompile.types import DEAD, StateId, TokenId
 
-from .jump_forward import FORCED_MAX_BYTES, forced_encoding
+from .jump_forward import FORCED_MAX_BYTES, byte_classes, forced_encoding
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -105,12 +105,7 @@ class IndexTables:
         self._forced: dict[StateId, tuple[bytes, StateId]] = {}
         self._forced_ids: dict[StateId, tuple[TokenId, ...]] = {}
         self._live_bytes: dict[StateId, int] = {}
-        self._class_sizes: list[int] = np.bincount(
-            dfa.class_of_byte, minlength=dfa.num_classes
-        ).tolist()
-        self._byte_of_class: dict[int, int] = {}
-        for byte, cls in enumerate(self._class_of_byte):
-            self._byte_of_class.setdefault(cls, byte)
+        self._class_sizes, self._byte_of_class = byte_classes(dfa.class_of_byte, dfa.num_classes)
 
     def row_of_state(self, state: StateId) -> npt.NDArray[np.int32]:
         """The int32[W] mask row for `state` (EOS-only once terminated)."""
