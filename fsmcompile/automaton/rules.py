@@ -20,7 +20,6 @@ from fsmcompile.automaton.ir import (
     Node,
     Ref,
     Repeat,
-    alt,
     nodes,
     seq,
 )
@@ -66,7 +65,10 @@ def _without(node: Node, dead: set[str], memo: dict[int, Node]) -> Node:
         out = NOTHING if NOTHING in items else And(tuple(items))
     elif isinstance(node, Alt):
         items = [i for i in (_without(item, dead, memo) for item in node.items) if i != NOTHING]
-        out = alt(*items) if items else NOTHING
+        # Not alt(): flattening a chain of nested choices (an object's optional members,
+        # each choosing between itself and the rest) lists every later member at every
+        # member, quadratic in the grammar lark analyses.
+        out = NOTHING if not items else items[0] if len(items) == 1 else Alt(tuple(items))
     elif isinstance(node, Repeat):
         inner = _without(node.item, dead, memo)
         if inner == NOTHING:

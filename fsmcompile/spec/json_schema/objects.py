@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from fsmcompile.automaton.ir import EMPTY, NOTHING, And, Node, Repeat, alt, optional, seq
+from fsmcompile.automaton.ir import EMPTY, NOTHING, Alt, And, Node, Repeat, alt, optional, seq
 from fsmcompile.spec.json_schema.combinators import (
     collect,
     enum_values,
@@ -254,7 +254,9 @@ def _counted(
                 if high is not None and count >= high
                 else seq(separator, member.node, rest(k + 1, min(count + 1, cap), False))
             )
-            out = take if member.required else alt(take, rest(k + 1, count, first))
+            # Alt, not alt(): flattening would list every later member at each member,
+            # quadratic in the properties (and in the grammar lark analyses).
+            out = take if member.required else Alt((take, rest(k + 1, count, first)))
         memo[key] = out
         return out
 
