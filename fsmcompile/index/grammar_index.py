@@ -49,6 +49,12 @@ logger = logging.getLogger(__name__)
 # A group with more tokens than this is stored as a packed row; fewer as a token list.
 # At ~20 ns per listed id, a list of 256 costs about one dense OR of a 128k-token row.
 _DENSE_MIN_TOKENS = 256
+_ORIGIN_CHUNK = 512
+"""Origins (lexer states) walked together. Each walk entry carries a bitset of its
+origins, and most entries hold one to four, so a walk of thousands of origins moved
+mostly zeros: 56-word rows for a 3,544-state lexer. Chunks of 512 walked that schema's
+vocabulary in 1.8 s instead of 4.1, at the price of walking again the few entries that
+origins of different chunks share."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -184,19 +190,27 @@ def build_grammar_index(
     regions = RegionServer(shapes, vocab)
     height = int(vocab.trie.node_height[0]) if vocab.trie.num_nodes else 0
     sequences = SequenceTable()
-    records = walk_grammar_tokens(
-        shapes,
-        vocab.trie,
-        contexts_after,
-        ignored.tolist(),
-        sequences,
-        ConstraintTable(),
-        deadline,
-        levels=walk_levels(shapes, shape_xset, regions, height, deadline),
-        regions=regions,
-    )
+    constraints = ConstraintTable()
+    levels = walk_levels(shapes, shape_xset, regions, height, deadline)
+    parts = []
+    for lo in range(0, lexer.num_states, _ORIGIN_CHUNK):
+        origins = np.arange(lo, min(lo + _ORIGIN_CHUNK, lexer.num_states), dtype=np.int64)
+        records = walk_grammar_tokens(
+            shapes,
+            vocab.trie,
+            contexts_after,
+            ignored.tolist(),
+            sequences,
+            constraints,
+            deadline,
+            levels=levels,
+            regions=regions,
+            origins=origins,
+        )
+        stays = regions.take_stays()
+        parts.append(_groups(records, shape_xset, vocab, origins.shape[0], stays))
     walked = time.perf_counter()
-    groups = _groups(records, shape_xset, vocab, lexer.num_states, regions.stays)
+    groups = _joined_groups(parts)
     state_kill, kill_masks = _kill_masks(lexer, vocab)
     logger.debug(
         "grammar index: %d lexer states (%d shapes), %d groups, %d dense masks; lexer %.1f ms, "
@@ -228,6 +242,43 @@ def build_grammar_index(
         kind=kind,
         spec_hash=spec_hash,
     )
+
+
+def _joined_groups(parts: list[dict[str, npt.NDArray[Any]]]) -> dict[str, npt.NDArray[Any]]:
+    """The groups of consecutive origin chunks as one table: ids offset, equal dense
+    masks stored once. A group two chunks both found stays two groups, one per chunk, so
+    each origin's entries are exactly those its own chunk's walk gave it."""
+    if len(parts) == 1:
+        return parts[0]
+    group_base = np.cumsum([0] + [p["group_seq"].shape[0] for p in parts])
+    mask_base = np.cumsum([0] + [p["masks"].shape[0] for p in parts])
+    token_base = np.cumsum([0] + [p["group_tokens"].shape[0] for p in parts])
+    entry_base = np.cumsum([0] + [p["entry_group"].shape[0] for p in parts])
+    masks = np.concatenate([p["masks"] for p in parts])
+    first_row, row_of = unique_rows(masks)
+    row_of = row_of.reshape(-1)
+    group_dense = np.concatenate([p["group_dense"] for p in parts])
+    chunk_of_group = np.repeat(np.arange(len(parts)), np.diff(group_base))
+    dense = group_dense >= 0
+    group_dense[dense] = row_of[group_dense[dense] + mask_base[chunk_of_group[dense]]]
+    return {
+        "origin_entry_start": np.concatenate(
+            [parts[0]["origin_entry_start"][:1]]
+            + [p["origin_entry_start"][1:] + entry_base[i] for i, p in enumerate(parts)]
+        ),
+        "entry_group": np.concatenate(
+            [p["entry_group"] + group_base[i] for i, p in enumerate(parts)]
+        ).astype(np.int32),
+        "group_seq": np.concatenate([p["group_seq"] for p in parts]),
+        "group_xset": np.concatenate([p["group_xset"] for p in parts]),
+        "group_dense": group_dense.astype(np.int32),
+        "group_token_start": np.concatenate(
+            [parts[0]["group_token_start"][:1]]
+            + [p["group_token_start"][1:] + token_base[i] for i, p in enumerate(parts)]
+        ),
+        "group_tokens": np.concatenate([p["group_tokens"] for p in parts]),
+        "masks": np.ascontiguousarray(masks[first_row]),
+    }
 
 
 def _kill_masks(

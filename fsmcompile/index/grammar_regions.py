@@ -179,6 +179,12 @@ class RegionServer:
         self._token_ids = trie.token_ids
         self.stays = StayGroups(vocab.__dict__.setdefault("_region_kept_rows", KeptRows()))
 
+    def take_stays(self) -> StayGroups:
+        """The stay groups served so far, leaving an empty list for the next walk."""
+        taken = self.stays
+        self.stays = StayGroups(taken.kept)
+        return taken
+
     def _ancestors(self, depth: int, nodes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """The depth-`depth` ancestor of each node (nodes deeper than `depth`).
 

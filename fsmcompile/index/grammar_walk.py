@@ -250,6 +250,7 @@ def walk_grammar_tokens(
     *,
     levels: LivenessLevels | None = None,
     regions: RegionServer | None = None,
+    origins: npt.NDArray[np.int64] | None = None,
 ) -> WalkRecords:
     """Outcomes of every text token from every lexer state, level by level through the trie.
 
@@ -265,9 +266,14 @@ def walk_grammar_tokens(
     small Python loops over distinct (sequence, terminal, context) and (constraint set,
     byte class) pairs only. With `levels`, at each trie node a shape stands in for every
     shape equivalent to it at the node's height, so the levels of a bounded string merge;
-    records then name that shape, which has the same exit set.
+    records then name that shape, which has the same exit set. With `origins`, only those
+    lexer states are walked, bit i of a bitset standing for `origins[i]`.
     """
-    num_origins = int(shapes.of_state.shape[0])
+    if origins is None:
+        origins = np.arange(shapes.of_state.shape[0], dtype=np.int64)
+    of_state = shapes.of_state[origins]
+    context_tag = shapes.context_tag[origins]
+    num_origins = int(origins.shape[0])
     words = (num_origins + 63) // 64
     trans = shapes.transitions.astype(np.int64)
     label = shapes.label.astype(np.int64)
@@ -284,8 +290,8 @@ def walk_grammar_tokens(
     context_bits = np.zeros((num_contexts, words), dtype=np.uint64)
     for k in range(num_contexts):
         context_bits[k] = (
-            np.bitwise_or.reduce(onehot[shapes.context_tag == k], axis=0)
-            if (shapes.context_tag == k).any()
+            np.bitwise_or.reduce(onehot[context_tag == k], axis=0)
+            if (context_tag == k).any()
             else 0
         )
 
@@ -297,7 +303,7 @@ def walk_grammar_tokens(
         canon = levels.canon
         heights = np.minimum(trie.node_height, len(levels.row_of_height) - 1)
         canon_row = levels.row_of_height[heights]
-    start_shape = canon[canon_row[0], shapes.of_state] if trie.num_nodes else shapes.of_state
+    start_shape = canon[canon_row[0], of_state] if trie.num_nodes else of_state
     order = np.argsort(start_shape, kind="stable")
     starts0 = np.flatnonzero(np.concatenate([[True], np.diff(start_shape[order]) != 0]))
     state = start_shape[order][starts0].astype(np.int64)

@@ -157,6 +157,76 @@ def test_grammar_index_mask_equals_advance_on_whole_vocabulary(grammar_name, pre
             assert accepted == (token in allowed), (prefix, gpt2.token_bytes[token])
 
 
+def _origin_outcomes(index) -> list[set[tuple[int, int, frozenset[int]]]]:
+    """Per lexer state, its groups as (emitted sequence id, exit set id, token ids)."""
+    out = []
+    for origin in range(index.num_states):
+        groups = index.entry_group[
+            index.origin_entry_start[origin] : index.origin_entry_start[origin + 1]
+        ]
+        found = set()
+        for g in groups.tolist():
+            row = int(index.group_dense[g])
+            if row >= 0:
+                bits = np.unpackbits(index.masks[row].view(np.uint8), bitorder="little")
+                tokens = frozenset(np.flatnonzero(bits).tolist())
+            else:
+                start, stop = index.group_token_start[g], index.group_token_start[g + 1]
+                tokens = frozenset(index.group_tokens[start:stop].tolist())
+            found.add((int(index.group_seq[g]), int(index.group_xset[g]), tokens))
+        out.append(found)
+    return out
+
+
+def _sequence_terminals(index, seq: int) -> tuple[tuple[int, int], ...]:
+    out = []
+    while seq > 0:
+        out.append((int(index.seq_terminal[seq]), int(index.seq_context[seq])))
+        seq = int(index.seq_parent[seq])
+    return tuple(reversed(out))
+
+
+@pytest.mark.parametrize("grammar_name", ["json", "tool_call"])
+def test_grammar_index_walked_in_origin_chunks_gives_each_origin_the_same_groups(
+    grammar_name, gpt2, monkeypatch
+):
+    # Large lexers are walked a chunk of origins at a time. What each origin's tokens
+    # emit and where they end must not depend on the chunking; how its tokens split into
+    # groups and the sequence ids may, so tokens are compared per spelled-out outcome.
+    import fsmcompile.index.grammar_index as grammar_index
+
+    whole = compile_lark_index(bundled_text(grammar_name), gpt2)
+    monkeypatch.setattr(grammar_index, "_ORIGIN_CHUNK", 5)
+    chunked = compile_lark_index(bundled_text(grammar_name), gpt2)
+    assert whole.num_states > 10
+    assert chunked.num_groups > whole.num_groups  # the chunks did split the walk
+
+    def spelled(index):
+        xsets = [
+            frozenset(
+                zip(
+                    index.xset_terminal[index.xset_start[x] : index.xset_start[x + 1]].tolist(),
+                    index.xset_context[index.xset_start[x] : index.xset_start[x + 1]].tolist(),
+                    strict=True,
+                )
+            )
+            for x in range(index.xset_start.shape[0] - 1)
+        ]
+        out = []
+        for groups in _origin_outcomes(index):
+            tokens: dict[tuple, set[int]] = {}
+            for s, x, t in groups:
+                tokens.setdefault((_sequence_terminals(index, s), xsets[x]), set()).update(t)
+            out.append(tokens)
+        return out
+
+    assert spelled(chunked) == spelled(whole)
+    matcher = GrammarMatcher(chunked)
+    text = '{"a": [1, 2.5, "x"]}' if grammar_name == "json" else 'f(x="a")\n'
+    ids = gpt2.encode(text)
+    assert matcher.advance_many(ids) == len(ids)
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     st.integers(1, 12).flatmap(
