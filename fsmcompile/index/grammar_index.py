@@ -31,7 +31,7 @@ from fsmcompile.index.grammar_lexer import (
     build_lexer_automaton,
     lexer_shapes,
 )
-from fsmcompile.index.grammar_regions import RegionServer, StayGroups
+from fsmcompile.index.grammar_regions import DENSE_MIN_TOKENS, RegionServer, StayGroups
 from fsmcompile.index.grammar_walk import (
     ConstraintTable,
     SequenceTable,
@@ -46,9 +46,6 @@ from fsmcompile.vocabulary import Vocabulary
 
 logger = logging.getLogger(__name__)
 
-# A group with more tokens than this is stored as a packed row; fewer as a token list.
-# At ~20 ns per listed id, a list of 256 costs about one dense OR of a 128k-token row.
-_DENSE_MIN_TOKENS = 256
 _ORIGIN_CHUNK = 512
 """Origins (lexer states) walked together. Each walk entry carries a bitset of its
 origins, and most entries hold one to four, so a walk of thousands of origins moved
@@ -336,12 +333,12 @@ def _groups(
     group_of, tokens = member // vocab.size, member % vocab.size
     pattern_sizes = np.asarray([p.shape[0] for p in stays.patterns], dtype=np.int64)
     sizes = np.concatenate([np.bincount(group_of, minlength=walked), pattern_sizes])
-    dense = np.flatnonzero(sizes[:walked] >= _DENSE_MIN_TOKENS)
+    dense = np.flatnonzero(sizes[:walked] >= DENSE_MIN_TOKENS)
     in_dense = np.full(walked, -1, dtype=np.int64)
     in_dense[dense] = np.arange(dense.shape[0])
     listed = in_dense[group_of] < 0
     # Dense rows: the walk's dense groups, then every dense stay pattern once.
-    dense_patterns = np.flatnonzero(pattern_sizes >= _DENSE_MIN_TOKENS)
+    dense_patterns = np.flatnonzero(pattern_sizes >= DENSE_MIN_TOKENS)
     allowed = np.zeros((dense.shape[0], vocab.size), dtype=np.bool_)
     allowed[in_dense[group_of[~listed]], tokens[~listed]] = True
     packed = np.concatenate(

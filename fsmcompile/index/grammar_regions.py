@@ -32,6 +32,10 @@ from fsmcompile.vocabulary import Vocabulary
 # costs one cached walk per shape.
 MAX_SERVED_DEPTH = 16
 KEPT_ROWS = 1024
+DENSE_MIN_TOKENS = 256
+"""A group with this many tokens or more is stored as a packed row, a smaller one as a
+token list: at ~20 ns per listed id, a list of 256 costs about one dense OR of a
+128k-token row. Only packed stay patterns need a key in the kept rows."""
 """Packed rows kept per vocabulary (16 KiB each at 128k tokens, 16 MiB in all): schemas
 of one family meet the same slices again, and the bound keeps a server's memory flat."""
 
@@ -39,6 +43,12 @@ ViewKey = tuple[str, int, int]
 """A cached walk's (region shape, role, depth)."""
 Slices = tuple[tuple[int, int], ...]
 """Sorted (start, stop) ranges of a view's `inside_tokens` that a stay group gathers."""
+
+
+def _ranges(lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """0..n-1 for each n of `lengths`, concatenated."""
+    total = int(lengths.sum())
+    return np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
 
 
 class KeptRows:
@@ -87,7 +97,8 @@ class StayGroups:
         origins: the origin bitset of each group (uint64 rows).
         patterns: the token ids of each group.
         sources: per pattern, the cached walk and the slices of it the tokens were cut
-            from: the key its packed row is kept under in `kept`.
+            from: the key its packed row is kept under in `kept` (None for a pattern
+            below `DENSE_MIN_TOKENS`, which is listed, not packed).
         kept: the vocabulary's kept rows.
     """
 
@@ -97,12 +108,13 @@ class StayGroups:
     state: list[int] = field(default_factory=list)
     origins: list[npt.NDArray[np.uint64]] = field(default_factory=list)
     patterns: list[npt.NDArray[np.int64]] = field(default_factory=list)
-    sources: list[tuple[ViewKey, Slices]] = field(default_factory=list)
+    sources: list[tuple[ViewKey, Slices] | None] = field(default_factory=list)
 
     def packed_rows(self, chosen: list[int], vocab_size: int) -> npt.NDArray[np.int32]:
         """int32[len(chosen), W]: the chosen patterns as packed rows, packed once per
         vocabulary while `kept` holds them."""
-        kept = [self.kept.get(self.sources[p]) for p in chosen]
+        sources = [self.sources[p] for p in chosen]
+        kept = [None if key is None else self.kept.get(key) for key in sources]
         fresh = [p for p, row in zip(chosen, kept, strict=True) if row is None]
         made: dict[int, npt.NDArray[np.int32]] = {}
         if fresh:  # one scatter for all of them, not one per pattern
@@ -114,7 +126,9 @@ class StayGroups:
             ] = True
             made = dict(zip(fresh, pack_bool_rows(allowed), strict=True))
             for p, row in made.items():
-                self.kept.put(self.sources[p], row)
+                key = self.sources[p]
+                if key is not None:
+                    self.kept.put(key, row)
         rows = [made[p] if row is None else row for p, row in zip(chosen, kept, strict=True)]
         return np.stack(rows) if rows else np.zeros((0, bitmask_words(vocab_size)), np.int32)
 
@@ -236,7 +250,7 @@ class RegionServer:
         state: int,
         origins: npt.NDArray[np.uint64],
         tokens: npt.NDArray[np.int64],
-        source: tuple[ViewKey, Slices],
+        source: tuple[ViewKey, Slices] | None,
     ) -> None:
         self.stays.seq.append(seq)
         self.stays.state.append(state)
@@ -326,18 +340,32 @@ class RegionServer:
         """
         keys = np.stack([run_view, seq, state], axis=1).astype(np.uint64)
         first, group = unique_wide_rows(bits, keys)
-        order = np.argsort(group, kind="stable").tolist()
-        sizes = np.bincount(group, minlength=first.shape[0]).tolist()
-        starts = np.concatenate([[0], np.cumsum(sizes)]).tolist()
-        view_list, a_list, b_list = run_view.tolist(), run_a.tolist(), run_b.tolist()
+        # Runs by group, then by slice start. A group of one run is a slice of its view's
+        # tokens (no copy); the runs of the other groups are gathered at once, by view.
+        order = np.lexsort((run_a, group))
+        run_a, run_b, run_view = run_a[order], run_b[order], run_view[order]
+        runs = np.bincount(group, minlength=first.shape[0])
+        run_start = np.concatenate([[0], np.cumsum(runs)])
+        lengths = np.where(np.repeat(runs > 1, runs), run_b - run_a, 0)
+        ends = np.cumsum(lengths)
+        gathered = np.empty(int(ends[-1]) if ends.shape[0] else 0, dtype=np.int64)
+        for k in np.unique(run_view[lengths > 0]).tolist():
+            sel = np.flatnonzero((run_view == k) & (lengths > 0))
+            step = _ranges(lengths[sel])
+            at = np.repeat(ends[sel] - lengths[sel], lengths[sel]) + step
+            gathered[at] = views[k].inside_tokens[np.repeat(run_a[sel], lengths[sel]) + step]
+        gathered_start = np.concatenate([[0], ends])[run_start].tolist()
+        run_start_list = run_start.tolist()
+        a_list, b_list, view_list = run_a.tolist(), run_b.tolist(), run_view.tolist()
         seq_list, state_list = seq.tolist(), state.tolist()
         for g, head in enumerate(first.tolist()):
-            members = order[starts[g] : starts[g + 1]]
-            view = views[view_list[head]]
-            slices = tuple(sorted((a_list[p], b_list[p]) for p in members))
-            tokens = (
-                view.inside_tokens[slices[0][0] : slices[0][1]]
-                if len(slices) == 1
-                else np.concatenate([view.inside_tokens[a:b] for a, b in slices])
-            )
-            self._stay(seq_list[head], state_list[head], bits[head], tokens, (view.key, slices))
+            lo, hi = run_start_list[g], run_start_list[g + 1]
+            view = views[view_list[lo]]
+            if hi - lo == 1:
+                pattern = view.inside_tokens[a_list[lo] : b_list[lo]]
+            else:
+                pattern = gathered[gathered_start[g] : gathered_start[g + 1]]
+            source = None
+            if pattern.shape[0] >= DENSE_MIN_TOKENS:
+                source = (view.key, tuple(zip(a_list[lo:hi], b_list[lo:hi], strict=True)))
+            self._stay(seq_list[head], state_list[head], bits[head], pattern, source)
