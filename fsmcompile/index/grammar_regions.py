@@ -24,7 +24,7 @@ from fsmcompile.automaton.dfa import ByteDFA
 from fsmcompile.index.bits import bitmask_words, pack_bool_rows
 from fsmcompile.index.grammar_lexer import LexerShapes
 from fsmcompile.index.regions import Region, find_regions, walk_roles
-from fsmcompile.index.sorted_keys import positions_of
+from fsmcompile.index.sorted_keys import concatenated_ranges, positions_of
 from fsmcompile.index.wide_rows import unique_wide_rows
 from fsmcompile.vocabulary import Vocabulary
 
@@ -43,12 +43,6 @@ ViewKey = tuple[str, int, int]
 """A cached walk's (region shape, role, depth)."""
 Slices = tuple[tuple[int, int], ...]
 """Sorted (start, stop) ranges of a view's `inside_tokens` that a stay group gathers."""
-
-
-def _ranges(lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    """0..n-1 for each n of `lengths`, concatenated."""
-    total = int(lengths.sum())
-    return np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
 
 
 class KeptRows:
@@ -351,7 +345,7 @@ class RegionServer:
         gathered = np.empty(int(ends[-1]) if ends.shape[0] else 0, dtype=np.int64)
         for k in np.unique(run_view[lengths > 0]).tolist():
             sel = np.flatnonzero((run_view == k) & (lengths > 0))
-            step = _ranges(lengths[sel])
+            step = concatenated_ranges(lengths[sel])
             at = np.repeat(ends[sel] - lengths[sel], lengths[sel]) + step
             gathered[at] = views[k].inside_tokens[np.repeat(run_a[sel], lengths[sel]) + step]
         gathered_start = np.concatenate([[0], ends])[run_start].tolist()

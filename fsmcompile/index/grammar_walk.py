@@ -30,6 +30,7 @@ from fsmcompile.errors import BudgetExceededError
 from fsmcompile.index.grammar_lexer import LexerAutomaton, LexerShapes
 from fsmcompile.index.grammar_regions import MAX_SERVED_DEPTH, Entries, RegionServer
 from fsmcompile.index.levels import LivenessLevels, liveness_levels
+from fsmcompile.index.sorted_keys import concatenated_ranges
 from fsmcompile.vocabulary.trie import TokenTrie
 
 Emitted = tuple[tuple[int, int], ...]
@@ -282,7 +283,10 @@ def walk_grammar_tokens(
     is_token_node = np.zeros(trie.num_nodes, dtype=np.bool_)
     is_token_node[trie.token_node] = True
     ignored_arr = np.asarray(ignored + [False], dtype=np.bool_)
-    fan_ctx = [np.asarray(ctxs, dtype=np.int64) for ctxs in next_contexts]
+    fan_count = np.asarray([len(ctxs) for ctxs in next_contexts], dtype=np.int64)
+    fan_start = np.concatenate([[0], np.cumsum(fan_count)[:-1]]).astype(np.int64)
+    fan_flat = np.asarray([c for ctxs in next_contexts for c in ctxs], dtype=np.int64)
+    num_terminals = len(next_contexts)
     num_contexts = int(shapes.context_start.shape[0])
     onehot = np.zeros((num_origins, words), dtype=np.uint64)
     idx = np.arange(num_origins)
@@ -391,23 +395,32 @@ def walk_grammar_tokens(
             part_bits.append(split[some])
         is_tok = np.flatnonzero(cut & ~ignored_arr[lab])
         if is_tok.shape[0]:
-            for t in np.unique(lab[is_tok]).tolist():
-                sel = is_tok[lab[is_tok] == t]
-                for ctx in fan_ctx[t].tolist():
-                    fresh = trans[shapes.context_start[ctx], cls[sel]]
-                    ok = fresh >= 0
-                    if not ok.any():
-                        continue
-                    s_sel = sel[ok]
-                    uniq, inv = np.unique(seq[parent[s_sel]], return_inverse=True)
-                    new = np.array(
-                        [sequences.extend(int(s), t, ctx) for s in uniq.tolist()], dtype=np.int64
+            # Each cut edge once per context the parser may be in after its terminal.
+            fan = fan_count[lab[is_tok]]
+            sel = np.repeat(is_tok, fan)
+            ctx = fan_flat[np.repeat(fan_start[lab[is_tok]], fan) + concatenated_ranges(fan)]
+            fresh = trans[shapes.context_start[ctx], cls[sel]]
+            ok = np.flatnonzero(fresh >= 0)
+            sel, ctx = sel[ok], ctx[ok]
+            triple = (seq[parent[sel]] * num_terminals + lab[sel]) * num_contexts + ctx
+            uniq, inv = np.unique(triple, return_inverse=True)
+            new = np.array(
+                [
+                    sequences.extend(k // (num_terminals * num_contexts), t, c)
+                    for k, t, c in zip(
+                        uniq.tolist(),
+                        (uniq // num_contexts % num_terminals).tolist(),
+                        (uniq % num_contexts).tolist(),
+                        strict=True,
                     )
-                    part_edge.append(s_sel)
-                    part_state.append(fresh[ok])
-                    part_seq.append(new[inv.reshape(-1)])
-                    part_fork.append(fork[s_sel])
-                    part_bits.append(bits[parent[s_sel]])
+                ],
+                dtype=np.int64,
+            )
+            part_edge.append(sel)
+            part_state.append(fresh[ok])
+            part_seq.append(new[inv.reshape(-1)])
+            part_fork.append(fork[sel])
+            part_bits.append(bits[parent[sel]])
         _check_deadline(deadline)  # each step of a wide level can take seconds
         e_edge = np.concatenate(part_edge)
         e_state = np.concatenate(part_state)

@@ -1,4 +1,5 @@
-"""Lookups of many keys at once in a sorted key array (runs of equal keys)."""
+"""Lookups of many keys at once in a sorted key array (runs of equal keys), and the
+index ranges such lookups gather."""
 
 from __future__ import annotations
 
@@ -14,5 +15,11 @@ def positions_of(
     lo = np.searchsorted(top, nodes, side="left")
     counts = np.searchsorted(top, nodes, side="right") - lo
     owner = np.repeat(np.arange(nodes.shape[0]), counts)
-    at = np.arange(owner.shape[0]) - np.repeat(np.cumsum(counts) - counts, counts) + lo[owner]
+    at = concatenated_ranges(counts) + lo[owner]
     return at.astype(np.int64), owner
+
+
+def concatenated_ranges(lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """0..n-1 for each n of `lengths`, concatenated: the offsets of many runs at once."""
+    total = int(lengths.sum())
+    return np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
