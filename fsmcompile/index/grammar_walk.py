@@ -54,6 +54,15 @@ class SequenceTable:
         ids = {key: i for i, key in enumerate(keys) if i}
         return cls(list(parent), list(terminal), list(context), ids)
 
+    def extend_many(self, seqs: list[int], terminals: list[int], contexts: list[int]) -> list[int]:
+        """`extend` of each (seq, terminal, context), known ones found in one pass."""
+        keys = zip(seqs, terminals, contexts, strict=True)
+        found: list[int | None] = list(map(self._ids.get, keys))
+        return [
+            self.extend(seqs[i], terminals[i], contexts[i]) if f is None else f
+            for i, f in enumerate(found)
+        ]
+
     def extend(self, seq: int, terminal: int, context: int) -> int:
         key = (seq, terminal, context)
         found = self._ids.get(key)
@@ -362,7 +371,6 @@ def walk_grammar_tokens(
         parent, child, cls, q, nq, lab = (a[live] for a in (parent, child, cls, q, nq, lab))
         cut = (lab >= 0) & ~has_label[nq]
         fork = np.where(cut & (nq >= 0), nq, -1)
-        seq_context = np.asarray(sequences.context, dtype=np.int64)
 
         # Parts (edge indices): stay in the lexeme, cut after an ignored terminal, cut after
         # a parsed one (once per context the parser may be in next).
@@ -375,7 +383,11 @@ def walk_grammar_tokens(
         is_ign = cut & ignored_arr[lab]
         known = np.flatnonzero(is_ign & (seq[parent] > 0))
         if known.shape[0]:
-            ctx = seq_context[seq[parent[known]]]
+            # The context each known sequence ended in (looked up per distinct sequence:
+            # the table holds every sequence of the walk so far).
+            uniq, inv = np.unique(seq[parent[known]], return_inverse=True)
+            ends_in = sequences.context
+            ctx = np.asarray([ends_in[s] for s in uniq.tolist()], dtype=np.int64)[inv.reshape(-1)]
             part_edge.append(known)
             part_state.append(trans[shapes.context_start[ctx], cls[known]])
             part_seq.append(seq[parent[known]])
@@ -405,15 +417,11 @@ def walk_grammar_tokens(
             triple = (seq[parent[sel]] * num_terminals + lab[sel]) * num_contexts + ctx
             uniq, inv = np.unique(triple, return_inverse=True)
             new = np.array(
-                [
-                    sequences.extend(k // (num_terminals * num_contexts), t, c)
-                    for k, t, c in zip(
-                        uniq.tolist(),
-                        (uniq // num_contexts % num_terminals).tolist(),
-                        (uniq % num_contexts).tolist(),
-                        strict=True,
-                    )
-                ],
+                sequences.extend_many(
+                    (uniq // (num_terminals * num_contexts)).tolist(),
+                    (uniq // num_contexts % num_terminals).tolist(),
+                    (uniq % num_contexts).tolist(),
+                ),
                 dtype=np.int64,
             )
             part_edge.append(sel)
