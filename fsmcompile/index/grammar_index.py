@@ -156,7 +156,8 @@ def build_grammar_index(
 
     Args:
         grammar: the analysed grammar (`fsmcompile.spec.lark.load_lark_grammar`).
-        vocab: the tokenizer; its trie is walked once from every lexer state together.
+        vocab: the tokenizer; its trie is walked from `_ORIGIN_CHUNK` lexer states at a
+            time.
         spec_hash: stored in the index, keys its cache entry.
         max_states: the largest lexer automaton (and lexer NFA) allowed.
         deadline: `time.monotonic()` value past which the build stops.

@@ -32,12 +32,12 @@ from fsmcompile.vocabulary import Vocabulary
 # costs one cached walk per shape.
 MAX_SERVED_DEPTH = 16
 KEPT_ROWS = 1024
+"""Packed rows kept per vocabulary (16 KiB each at 128k tokens, 16 MiB in all): schemas
+of one family meet the same slices again, and the bound keeps a server's memory flat."""
 DENSE_MIN_TOKENS = 256
 """A group with this many tokens or more is stored as a packed row, a smaller one as a
 token list: at ~20 ns per listed id, a list of 256 costs about one dense OR of a
 128k-token row. Only packed stay patterns need a key in the kept rows."""
-"""Packed rows kept per vocabulary (16 KiB each at 128k tokens, 16 MiB in all): schemas
-of one family meet the same slices again, and the bound keeps a server's memory flat."""
 
 ViewKey = tuple[str, int, int]
 """A cached walk's (region shape, role, depth)."""
