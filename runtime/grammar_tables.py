@@ -39,7 +39,7 @@ from fsmcompile.index.grammar_walk import (
 )
 from fsmcompile.memo import StageMemo
 
-from .jump_forward import FORCED_MAX_BYTES, byte_classes, forced_encoding
+from .jump_forward import FORCED_MAX_BYTES, accepted_prefix, byte_classes, forced_encoding
 
 if TYPE_CHECKING:
     from fsmcompile.index.grammar_index import GrammarIndex
@@ -705,14 +705,12 @@ class GrammarTables:
                 must_stop=not live and self.configs_accept_end(end, end_fresh),
                 next_byte_ok=lambda b: class_of_byte[b] in live,
             )
-            accepted: list[int] = []
-            cur = configs
-            for token in encoded:
-                cur = self.advance(cur, token) if token not in self.eos_token_ids else ()
-                if not cur:
-                    break
-                accepted.append(token)
-            ids = tuple(accepted)
+            eos = self.eos_token_ids
+            ids = accepted_prefix(
+                encoded,
+                configs,
+                lambda cur, token: (self.advance(cur, token) or None) if token not in eos else None,
+            )
         self._forced_ids[key] = ids
         return ids
 

@@ -9,6 +9,7 @@ it with what the model writes next.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -16,6 +17,8 @@ import numpy.typing as npt
 from fsmcompile.types import TokenId
 from fsmcompile.vocabulary import Vocabulary
 from fsmcompile.vocabulary.trie import TokenTrie
+
+S = TypeVar("S")
 
 FORCED_MAX_BYTES = 1 << 16
 """Bound on one forced-text walk; a trimmed automaton never needs it, a damaged one can't
@@ -79,7 +82,7 @@ def forced_encoding(
         must_stop: nothing may follow `data` (only EOS): its last token is final.
         next_byte_ok: whether a byte may follow `data`.
 
-    The caller still feeds the ids to its matcher and keeps the accepted prefix: the
+    The caller still keeps only the prefix its matcher accepts (`accepted_prefix`): the
     tokenizer's encoding of a text is not bound to follow the automaton's reading.
     """
     text, complete = utf8_prefix(data)
@@ -94,3 +97,19 @@ def forced_encoding(
             # tokenization is non-canonical 97% of the time).
             encoded = encoded[:-1]
     return encoded
+
+
+def accepted_prefix(
+    tokens: list[TokenId], start: S, step: Callable[[S, TokenId], S | None]
+) -> tuple[TokenId, ...]:
+    """The leading `tokens` a matcher accepts one after another from `start` (`step` gives
+    the state after a token, None where it refuses it)."""
+    accepted: list[TokenId] = []
+    cur = start
+    for token in tokens:
+        nxt = step(cur, token)
+        if nxt is None:
+            break
+        accepted.append(token)
+        cur = nxt
+    return tuple(accepted)

@@ -21,7 +21,7 @@ from fsmcompile.index.bits import bitmask_words, set_bits, unpack_row
 from fsmcompile.memo import StageMemo
 from fsmcompile.types import DEAD, StateId, TokenId
 
-from .jump_forward import FORCED_MAX_BYTES, byte_classes, forced_encoding
+from .jump_forward import FORCED_MAX_BYTES, accepted_prefix, byte_classes, forced_encoding
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -192,15 +192,12 @@ class IndexTables:
             must_stop=bool(self.accepting[end]) and self.live_bytes(end) == 0,
             next_byte_ok=lambda b: row[int(classes[b])] != DEAD,
         )
-        accepted: list[TokenId] = []
-        cur = state
-        for token in encoded:
+
+        def step(cur: StateId, token: TokenId) -> StateId | None:
             nxt = self.next_state(cur, token) if token not in self.eos_token_ids else DEAD
-            if nxt == DEAD:
-                break
-            accepted.append(token)
-            cur = nxt
-        ids = tuple(accepted)
+            return None if nxt == DEAD else nxt
+
+        ids = accepted_prefix(encoded, state, step)
         self._forced_ids[state] = ids
         return ids
 
