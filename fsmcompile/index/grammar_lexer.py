@@ -542,7 +542,7 @@ def _build_lexer(
         rows.append([-1] * num_classes)
         labels.append(label)
         restart.append(ctx if label >= 0 and ignored_terminal[label] else -1)
-        owners = {nfa.owner[s] for s in main} if any_counted else set()
+        owners = set(map(nfa.owner.__getitem__, main)) if any_counted else set()
         bounds.append(bound_of[owners.pop()] if len(owners) == 1 else -1)
         pending.append((sid, key[2], shadow, ctx, unless_id, unless))
         return sid
@@ -582,28 +582,34 @@ def _build_lexer(
                     raise _SharedCountedState
                 char_starts[sid] = [any(r[c] >= 0 for r in counting) for c in range(num_classes)]
             shadow_rows = [row for s in shadow if (row := step[s]) is not None]
-            # Classes whose threads move alike lead to one state: intern each once.
-            columns = zip(*main_rows, *shadow_rows, strict=True)
+            # Classes whose threads move alike lead to one state: intern each once. The
+            # per-class steps (columns, lookups) run in `zip`, `dict` and `map`: a lexer
+            # has thousands of states times tens of classes.
+            if len(main_rows) == 1 and not shadow_rows:
+                row = main_rows[0]
+                target_of = dict.fromkeys(row, -1)
+                for t in target_of:
+                    if t >= 0:
+                        target_of[t] = intern(
+                            closure([t]), frozenset(), p_ctx, p_uid, p_unless, pending
+                        )
+                rows[sid] = list(map(target_of.__getitem__, row))
+                continue
+            columns = list(zip(*main_rows, *shadow_rows, strict=True))
             split = len(main_rows)
-            target_of: dict[tuple[int, ...], int] = {}
-            out = rows[sid]
-            for c, column in enumerate(columns):
-                target = target_of.get(column)
-                if target is None:
-                    moved = [t for t in column[:split] if t >= 0]
-                    if not moved:
-                        target = -1
-                    else:
-                        moved_shadow = (
-                            frozenset(nfa.closure([t for t in column[split:] if t >= 0]))
-                            if shadow_rows
-                            else frozenset()
-                        )
-                        target = intern(
-                            closure(moved), moved_shadow, p_ctx, p_uid, p_unless, pending
-                        )
-                    target_of[column] = target
-                out[c] = target
+            column_target = dict.fromkeys(columns, -1)
+            for column in column_target:
+                moved = [t for t in column[:split] if t >= 0]
+                if moved:
+                    moved_shadow = (
+                        frozenset(nfa.closure([t for t in column[split:] if t >= 0]))
+                        if shadow_rows
+                        else frozenset()
+                    )
+                    column_target[column] = intern(
+                        closure(moved), moved_shadow, p_ctx, p_uid, p_unless, pending
+                    )
+            rows[sid] = list(map(column_target.__getitem__, columns))
     trans = np.array(rows, dtype=np.int32).reshape(len(rows), num_classes)
     char_start = np.zeros(trans.shape, dtype=np.bool_)
     for sid, flags in char_starts.items():
