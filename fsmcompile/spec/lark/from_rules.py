@@ -23,7 +23,7 @@ import logging
 import math
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
 
@@ -700,9 +700,32 @@ def _check_contexts(grammar: LarkGrammar) -> None:
             lists[t] = _Lists.of(_dfa(grammar, t))
         return lists[t]
 
+    steps: dict[tuple[int, int], _Steps] = {}
+    live_bytes: dict[int, list[int]] = {}
+    first_bytes: dict[int, int] = {}
+
+    def runs_on(b: int, v: int, f: int) -> bytes | None:
+        """`_runs_on` of b from state v against follower f. Most of these share no
+        byte (b goes on with a letter, f starts with `,`): told by two bitmasks."""
+        if b not in live_bytes:
+            live_bytes[b] = _live_byte_masks(_dfa(grammar, b))
+        if f not in first_bytes:
+            first_bytes[f] = _live_byte_masks(_dfa(grammar, f))[0]
+        if not live_bytes[b][v] & first_bytes[f]:
+            return None
+        if (b, f) not in steps:
+            steps[(b, f)] = _lazy_steps(as_lists(b), as_lists(f))
+        return _runs_on(as_lists(b), v, as_lists(f), steps[(b, f)])
+
     def conflict(a: int, b: int) -> tuple[bytes, int] | None:
         """`_lexing_conflict` of two terminals, each read as lists once per grammar."""
-        return _lexing_conflict(as_lists(a), as_lists(b), a == b, list(map(as_lists, follows[a])))
+        return _lexing_conflict(
+            as_lists(a),
+            as_lists(b),
+            a == b,
+            len(follows[a]),
+            lambda v, i: runs_on(b, v, follows[a][i]),
+        )
 
     checked: set[tuple[int, int]] = set()
     for context in grammar.contexts:
@@ -744,26 +767,24 @@ _conflicts: StageMemo[tuple[bytes, ...], tuple[bytes, int] | None] = StageMemo(8
 
 
 def _lexing_conflict(
-    a: _Lists, b: _Lists, same: bool, follows: list[_Lists]
+    a: _Lists,
+    b: _Lists,
+    same: bool,
+    num_follows: int,
+    runs_on: Callable[[int, int], bytes | None],
 ) -> tuple[bytes, int] | None:
     """A text showing that lexing a then a follower is ambiguous with lexing b (see
-    `_check_contexts`) and the index of that follower in `follows` (-1 when a and b
-    share a whole lexeme), or None."""
-    tails: dict[tuple[int, int], bytes | None] = {}  # (b's state, follower) -> its witness
-    steps: dict[int, list[tuple[tuple[int, int], int]]] = {}  # follower -> b's steps with it
-    for u, v, spell in _pairs(a, b, (0, 0), _steps(a, b)):
+    `_check_contexts`) and the index of that follower (-1 when a and b share a whole
+    lexeme), or None. `runs_on(v, i)` is `_runs_on` of b from state v against follower i."""
+    for u, v, parent in _pairs(a, b, (0, 0), _lazy_steps(a, b)):
         if not a.accepting[u]:
             continue
         if not same and b.accepting[v]:
-            return spell(), -1
-        for i, f in enumerate(follows):
-            if (v, i) not in tails:
-                if i not in steps:
-                    steps[i] = _steps(b, f)
-                tails[(v, i)] = _runs_on(b, v, f, steps[i])
-            tail = tails[(v, i)]
+            return _spell(parent, (u, v)), -1
+        for i in range(num_follows):
+            tail = runs_on(v, i)
             if tail is not None:
-                return spell() + tail, i
+                return _spell(parent, (u, v)) + tail, i
     return None
 
 
@@ -775,21 +796,33 @@ class _Lists:
     transitions: list[list[int]]
     class_of_byte: list[int]
     accepting: list[bool]
+    live: list[int]  # per state, the bytes it moves on (bit i: byte i)
 
     @staticmethod
     def of(dfa: ByteDFA) -> _Lists:
-        return _Lists(dfa.transitions.tolist(), dfa.class_of_byte.tolist(), dfa.accepting.tolist())
+        return _Lists(
+            dfa.transitions.tolist(),
+            dfa.class_of_byte.tolist(),
+            dfa.accepting.tolist(),
+            _live_byte_masks(dfa),
+        )
 
 
-def _runs_on(
-    b: _Lists, start: int, f: _Lists, steps: list[tuple[tuple[int, int], int]]
-) -> bytes | None:
+def _runs_on(b: _Lists, start: int, f: _Lists, steps: _Steps) -> bytes | None:
     """A non-empty text read by b from `start` and by f from its start where one of them
     ends a lexeme while the other is still alive, or None (`steps`: `_steps(b, f)`)."""
-    for u, v, spell in _pairs(b, f, (start, 0), steps):
+    for u, v, parent in _pairs(b, f, (start, 0), steps):
         if b.accepting[u] or f.accepting[v]:
-            return spell()
+            return _spell(parent, (u, v))
     return None
+
+
+_Steps = Callable[[], list[tuple[tuple[int, int], int]]]
+"""`_steps` of two automata, computed at most once (`_lazy_steps`)."""
+
+_NARROW = 8
+"""Up to this many bytes shared by a state pair, `_pairs` reads the moves off those bytes
+rather than off every pair of classes: in literal keys each state moves on one byte."""
 
 
 def _steps(a: _Lists, b: _Lists) -> list[tuple[tuple[int, int], int]]:
@@ -798,25 +831,59 @@ def _steps(a: _Lists, b: _Lists) -> list[tuple[tuple[int, int], int]]:
     return list({pair: byte for byte, pair in enumerate(classes)}.items())
 
 
+def _lazy_steps(a: _Lists, b: _Lists) -> _Steps:
+    found: list[list[tuple[tuple[int, int], int]]] = []
+
+    def steps() -> list[tuple[tuple[int, int], int]]:
+        if not found:
+            found.append(_steps(a, b))
+        return found[0]
+
+    return steps
+
+
+_Parents = dict[tuple[int, int], tuple[tuple[int, int], int] | None]
+"""Per state pair reached, the pair and byte it was reached from (`_spell` reads it)."""
+
+
 def _pairs(
-    a: _Lists, b: _Lists, start: tuple[int, int], steps: list[tuple[tuple[int, int], int]]
-) -> Iterator[tuple[int, int, Callable[[], bytes]]]:
+    a: _Lists, b: _Lists, start: tuple[int, int], steps: _Steps
+) -> Iterator[tuple[int, int, _Parents]]:
     """The state pairs both automata reach together from `start`, breadth first, each
-    with a function spelling the bytes that lead there (dead states are not followed;
-    `steps`: `_steps(a, b)`)."""
+    with the parents so far, from which `_spell` spells the bytes that lead there (dead
+    states are not followed; `steps`: `_steps(a, b)`, read only where a pair shares more
+    than `_NARROW` bytes)."""
     ta, tb = a.transitions, b.transitions
-    parent: dict[tuple[int, int], tuple[tuple[int, int], int] | None] = {start: None}
+    class_a, class_b = a.class_of_byte, b.class_of_byte
+    live_a, live_b = a.live, b.live
+    parent: _Parents = {start: None}
     frontier = [start]
     while frontier:
         nxt: list[tuple[int, int]] = []
         for p, q in frontier:
+            common = live_a[p] & live_b[q]
+            if not common:
+                continue
+            moves: Iterable[tuple[tuple[int, int], int]]
+            if common.bit_count() <= _NARROW:
+                # As `_steps` lists them: class pairs in order of their first byte, each
+                # with its last byte (all bytes of a class pair move alike).
+                narrow: dict[tuple[int, int], int] = {}
+                while common:
+                    low = common & -common
+                    byte = low.bit_length() - 1
+                    common ^= low
+                    narrow[(class_a[byte], class_b[byte])] = byte
+                moves = narrow.items()
+            else:
+                moves = steps()
             row_a, row_b = ta[p], tb[q]
-            for (ca, cb), byte in steps:
+            for (ca, cb), byte in moves:
                 at = (row_a[ca], row_b[cb])
                 if at[0] < 0 or at[1] < 0 or at in parent:
                     continue
                 parent[at] = ((p, q), byte)
-                yield at[0], at[1], partial(_spell, parent, at)
+                yield at[0], at[1], parent
                 nxt.append(at)
         frontier = nxt
 
@@ -827,14 +894,20 @@ def _dfa(grammar: LarkGrammar, terminal: int) -> ByteDFA:
     return dfa
 
 
+def _live_byte_masks(dfa: ByteDFA) -> list[int]:
+    """Per state, the bytes it has a move on, as a 256-bit integer (bit i: byte i)."""
+    live = (dfa.transitions >= 0)[:, dfa.class_of_byte]
+    packed = np.packbits(live, axis=1, bitorder="little")
+    data, width = packed.tobytes(), packed.shape[1]
+    return [int.from_bytes(data[i : i + width], "little") for i in range(0, len(data), width)]
+
+
 def _first_bytes(dfa: ByteDFA) -> frozenset[int]:
     live = dfa.transitions[0] >= 0
     return frozenset(np.flatnonzero(live[dfa.class_of_byte]).tolist())
 
 
-def _spell(
-    parent: dict[tuple[int, int], tuple[tuple[int, int], int] | None], at: tuple[int, int]
-) -> bytes:
+def _spell(parent: _Parents, at: tuple[int, int]) -> bytes:
     out = bytearray()
     step = parent[at]
     while step is not None:
