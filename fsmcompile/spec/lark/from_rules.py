@@ -700,32 +700,9 @@ def _check_contexts(grammar: LarkGrammar) -> None:
             lists[t] = _Lists.of(_dfa(grammar, t))
         return lists[t]
 
-    steps: dict[tuple[int, int], _Steps] = {}
-    live_bytes: dict[int, list[int]] = {}
-    first_bytes: dict[int, int] = {}
-
-    def runs_on(b: int, v: int, f: int) -> bytes | None:
-        """`_runs_on` of b from state v against follower f. Most of these share no
-        byte (b goes on with a letter, f starts with `,`): told by two bitmasks."""
-        if b not in live_bytes:
-            live_bytes[b] = _live_byte_masks(_dfa(grammar, b))
-        if f not in first_bytes:
-            first_bytes[f] = _live_byte_masks(_dfa(grammar, f))[0]
-        if not live_bytes[b][v] & first_bytes[f]:
-            return None
-        if (b, f) not in steps:
-            steps[(b, f)] = _lazy_steps(as_lists(b), as_lists(f))
-        return _runs_on(as_lists(b), v, as_lists(f), steps[(b, f)])
-
     def conflict(a: int, b: int) -> tuple[bytes, int] | None:
         """`_lexing_conflict` of two terminals, each read as lists once per grammar."""
-        return _lexing_conflict(
-            as_lists(a),
-            as_lists(b),
-            a == b,
-            len(follows[a]),
-            lambda v, i: runs_on(b, v, follows[a][i]),
-        )
+        return _lexing_conflict(as_lists(a), as_lists(b), a == b, list(map(as_lists, follows[a])))
 
     checked: set[tuple[int, int]] = set()
     for context in grammar.contexts:
@@ -767,22 +744,24 @@ _conflicts: StageMemo[tuple[bytes, ...], tuple[bytes, int] | None] = StageMemo(8
 
 
 def _lexing_conflict(
-    a: _Lists,
-    b: _Lists,
-    same: bool,
-    num_follows: int,
-    runs_on: Callable[[int, int], bytes | None],
+    a: _Lists, b: _Lists, same: bool, follows: list[_Lists]
 ) -> tuple[bytes, int] | None:
     """A text showing that lexing a then a follower is ambiguous with lexing b (see
-    `_check_contexts`) and the index of that follower (-1 when a and b share a whole
-    lexeme), or None. `runs_on(v, i)` is `_runs_on` of b from state v against follower i."""
+    `_check_contexts`) and the index of that follower in `follows` (-1 when a and b
+    share a whole lexeme), or None."""
+    tails: dict[tuple[int, int], bytes | None] = {}  # (b's state, follower) -> its witness
+    steps: dict[int, _Steps] = {}  # follower -> b's steps with it
     for u, v, parent in _pairs(a, b, (0, 0), _lazy_steps(a, b)):
         if not a.accepting[u]:
             continue
         if not same and b.accepting[v]:
             return _spell(parent, (u, v)), -1
-        for i in range(num_follows):
-            tail = runs_on(v, i)
+        for i, f in enumerate(follows):
+            if (v, i) not in tails:
+                if i not in steps:
+                    steps[i] = _lazy_steps(b, f)
+                tails[(v, i)] = _runs_on(b, v, f, steps[i])
+            tail = tails[(v, i)]
             if tail is not None:
                 return _spell(parent, (u, v)) + tail, i
     return None
