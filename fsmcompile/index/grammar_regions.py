@@ -44,8 +44,9 @@ token list: at ~20 ns per listed id, a list of 256 costs about one dense OR of a
 
 ViewKey = tuple[str, int, int]
 """A cached walk's (region shape, role, depth)."""
-Slices = tuple[tuple[int, int], ...]
-"""Sorted (start, stop) ranges of a view's `inside_tokens` that a stay group gathers."""
+Slices = bytes
+"""Sorted (start, stop) ranges of a view's `inside_tokens` that a stay group gathers, as
+the bytes of an int64[n, 2] array: a key made in one copy, not one tuple per range."""
 
 
 class KeptRows:
@@ -354,6 +355,7 @@ class RegionServer:
         gathered_start = np.concatenate([[0], ends])[run_start].tolist()
         run_start_list = run_start.tolist()
         a_list, b_list, view_list = run_a.tolist(), run_b.tolist(), run_view.tolist()
+        slices = np.stack([run_a, run_b], axis=1)
         seq_list, state_list = seq.tolist(), state.tolist()
         for g, head in enumerate(first.tolist()):
             lo, hi = run_start_list[g], run_start_list[g + 1]
@@ -364,5 +366,5 @@ class RegionServer:
                 pattern = gathered[gathered_start[g] : gathered_start[g + 1]]
             source = None
             if pattern.shape[0] >= DENSE_MIN_TOKENS:
-                source = (view.key, tuple(zip(a_list[lo:hi], b_list[lo:hi], strict=True)))
+                source = (view.key, slices[lo:hi].tobytes())
             self._stay(seq_list[head], state_list[head], bits[head], pattern, source)

@@ -209,7 +209,7 @@ def test_packed_stay_rows_kept_with_the_walk_equal_fresh_packing(gpt2: Vocabular
 def test_kept_rows_drop_the_least_recently_used_first() -> None:
     kept = KeptRows(max_rows=2)
     rows = [np.full(4, i, dtype=np.int32) for i in range(3)]
-    keys = [(("shape", 0, d), ((0, 1),)) for d in range(3)]
+    keys = [(("shape", 0, d), np.array([[0, 1]], dtype=np.int64).tobytes()) for d in range(3)]
     kept.put(keys[0], rows[0])
     kept.put(keys[1], rows[1])
     assert kept.get(keys[0]) is rows[0]  # now the most recently used
