@@ -167,21 +167,43 @@ def nodes(root: Node) -> Iterator[Node]:
         stack.extend(children(node))
 
 
+_DIGESTS: dict[int, tuple[Node, bytes]] = {}
+"""Digests of nodes already hashed, by identity (each entry holds its node, so the id
+is not reused while it is here): a grammar hashes each terminal's tree for its name and
+again for its automaton, and the trees share their parts."""
+_MAX_DIGESTS = 200_000
+
+
 def content_key(root: Node) -> bytes:
     """A 16-byte digest of the language tree's content, equal for equal trees.
 
     Each distinct node (by identity) is hashed once from its children's digests, so a
-    shared DAG costs its size, not the size of its expansion as `hash(node)` would.
+    shared DAG costs its size, not the size of its expansion as `hash(node)` would; IR
+    nodes are immutable, so a node's digest is kept for the next call (`_DIGESTS`).
     """
+    if len(_DIGESTS) > _MAX_DIGESTS:
+        _DIGESTS.clear()
+    known = _DIGESTS.get(id(root))
+    if known is not None and known[0] is root:
+        return known[1]
     digests: dict[int, bytes] = {}
+
+    def digest_of(node: Node) -> bytes | None:
+        found = digests.get(id(node))
+        if found is None:
+            kept = _DIGESTS.get(id(node))
+            if kept is not None and kept[0] is node:
+                found = digests[id(node)] = kept[1]
+        return found
+
     stack: list[tuple[Node, bool]] = [(root, False)]
     while stack:
         node, ready = stack.pop()
-        if id(node) in digests:
+        if digest_of(node) is not None:
             continue
         if not ready:
             stack.append((node, True))
-            stack.extend((c, False) for c in children(node) if id(c) not in digests)
+            stack.extend((c, False) for c in children(node) if digest_of(c) is None)
             continue
         h = hashlib.blake2b(type(node).__name__.encode(), digest_size=16)
         if isinstance(node, (CharSet, ByteSet)):
@@ -193,6 +215,7 @@ def content_key(root: Node) -> bytes:
         for child in children(node):
             h.update(digests[id(child)])
         digests[id(node)] = h.digest()
+        _DIGESTS[id(node)] = (node, digests[id(node)])
     return digests[id(root)]
 
 
