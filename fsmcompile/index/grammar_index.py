@@ -39,7 +39,7 @@ from fsmcompile.index.grammar_walk import (
     walk_grammar_tokens,
     walk_levels,
 )
-from fsmcompile.index.sorted_keys import positions_of
+from fsmcompile.index.sorted_keys import concatenated_ranges
 from fsmcompile.index.wide_rows import unique_wide_rows
 from fsmcompile.spec.lark.grammar import LarkGrammar, ParseTable
 from fsmcompile.vocabulary import Vocabulary
@@ -326,10 +326,11 @@ def _groups(
     walked = first.shape[0]
     num_groups = walked + len(stays.patterns)
     # Tokens of each record's trie node (several ids can share bytes).
-    by_node = np.argsort(trie.token_node, kind="stable")
-    node_sorted = trie.token_node[by_node].astype(np.int64)
-    at, rec = positions_of(node_sorted, records.node)
-    tokens = trie.token_ids[by_node[at]]
+    node_start, ids_by_node = trie.tokens_by_node()
+    lo = node_start[records.node]
+    counts = node_start[records.node + 1] - lo
+    rec = np.repeat(np.arange(records.node.shape[0]), counts)
+    tokens = ids_by_node[concatenated_ranges(counts) + lo[rec]]
     member = _sorted_unique(group_of_rec[rec] * vocab.size + tokens)
     group_of, tokens = member // vocab.size, member % vocab.size
     pattern_sizes = np.asarray([p.shape[0] for p in stays.patterns], dtype=np.int64)

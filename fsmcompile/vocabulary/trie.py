@@ -142,6 +142,23 @@ class TokenTrie:
             self._derived[key] = table
         return table
 
+    def tokens_by_node(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """(int64[N + 1] start, int64[T] ids): the token ids whose bytes end at node n are
+        ids[start[n] : start[n + 1]] (several ids can share bytes), computed once,
+        read-only: every walk's records look their tokens up by node."""
+        found = self._derived.get("node_token_start")
+        ids = self._derived.get("ids_by_node")
+        if found is None or ids is None:
+            order = np.argsort(self.token_node, kind="stable")
+            ids = self.token_ids[order].astype(np.int64)
+            counts = np.bincount(self.token_node, minlength=self.num_nodes)
+            found = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+            found.flags.writeable = False
+            ids.flags.writeable = False
+            self._derived["node_token_start"] = found
+            self._derived["ids_by_node"] = ids
+        return found, ids
+
     @property
     def num_nodes(self) -> int:
         return int(self.node_byte.shape[0])
