@@ -171,7 +171,9 @@ _DIGESTS: dict[int, tuple[Node, bytes]] = {}
 """Digests of nodes already hashed, by identity (each entry holds its node, so the id
 is not reused while it is here): a grammar hashes each terminal's tree for its name and
 again for its automaton, and the trees share their parts."""
-_MAX_DIGESTS = 200_000
+_MAX_DIGESTS = 50_000
+"""Kept digests before they start over: the nodes they hold stay alive until then, and a
+schema's IR has hundreds to a few thousand nodes."""
 
 
 def content_key(root: Node) -> bytes:

@@ -811,6 +811,7 @@ def _steps(a: _Lists, b: _Lists) -> list[tuple[tuple[int, int], int]]:
 
 
 def _lazy_steps(a: _Lists, b: _Lists) -> _Steps:
+    """`_steps(a, b)` on first call only: most pair walks never need the class pairs."""
     found: list[list[tuple[tuple[int, int], int]]] = []
 
     def steps() -> list[tuple[tuple[int, int], int]]:
