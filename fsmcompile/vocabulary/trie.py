@@ -159,6 +159,30 @@ class TokenTrie:
             self._derived["ids_by_node"] = ids
         return found, ids
 
+    def subtree_ends(self) -> npt.NDArray[np.int64]:
+        """int64[N]: one past the last node id under each node (computed once, read-only).
+
+        Nodes are numbered depth-first, so a subtree is the id range [n, end[n]), and its
+        tokens are one slice of `tokens_by_node`'s ids.
+        """
+        ends = self._derived.get("subtree_ends")
+        if ends is None:
+            size = np.ones(self.num_nodes, dtype=np.int64)  # by position in level_nodes
+            offsets = self.level_offsets.tolist()
+            for d in range(len(offsets) - 3, -1, -1):
+                lo, hi, below_hi = offsets[d], offsets[d + 1], offsets[d + 2]
+                # Each node's children are a run of the next level: sum their sizes.
+                below = np.concatenate([[0], np.cumsum(size[hi:below_hi])])
+                level = self.level_nodes[lo:hi]
+                first = np.clip(self.child_lo[level] - hi, 0, below_hi - hi)
+                last = np.clip(self.child_hi[level] - hi, 0, below_hi - hi)
+                size[lo:hi] += below[last] - below[first]
+            ends = np.empty(self.num_nodes, dtype=np.int64)
+            ends[self.level_nodes] = self.level_nodes + size
+            ends.flags.writeable = False
+            self._derived["subtree_ends"] = ends
+        return ends
+
     @property
     def num_nodes(self) -> int:
         return int(self.node_byte.shape[0])

@@ -374,6 +374,49 @@ def test_equal_lexemes_of_different_grammars_share_one_key(vocab: Vocabulary) ->
         assert all(np.array_equal(grown[0], g) for g in grown[1:])
 
 
+def _items_by_bytes(index: GrammarIndex, vocab: Vocabulary, state: int) -> list[int]:
+    """Per token id, the item starts its bytes make from `state` until the lexeme dies,
+    read byte by byte: the definition `items_grown` walks the trie for."""
+    lexer = index.lexer
+    trans, classes, starts = lexer.transitions, lexer.class_of_byte, lexer.char_start
+    grown = [0] * vocab.size
+    for token in vocab.trie.token_ids.tolist():
+        q, count = state, 0
+        for byte in vocab.token_bytes[token]:
+            c = int(classes[byte])
+            nq = int(trans[q, c])
+            if nq < 0:
+                break
+            count += bool(starts[q, c])
+            q = nq
+        grown[token] = count
+    return grown
+
+
+def test_items_grown_counts_what_each_token_writes(vocab: Vocabulary) -> None:
+    # A digit pattern under maxLength is a narrow lexeme (walked along its own paths), a
+    # free string a wide one (walked over the whole trie): both must count exactly.
+    from fsmcompile.index.grammar_walk import _NARROW_LEXEME_BYTES, items_grown
+
+    digits = {"type": "string", "maxLength": BOUND, "pattern": "^[0-9]+$"}
+    schema = {**schema_with(BOUND), "properties": {"d": digits, "text": {"maxLength": BOUND}}}
+    index = compile_json_schema(schema, vocab, cache=False)
+    assert isinstance(index, GrammarIndex)
+    lexer = index.lexer
+    counted = np.flatnonzero(lexer.char_bound >= 0).tolist()
+    width = [int((lexer.transitions[s, lexer.class_of_byte] >= 0).sum()) for s in counted]
+    narrow = [s for s, w in zip(counted, width, strict=True) if w < _NARROW_LEXEME_BYTES]
+    wide = [s for s, w in zip(counted, width, strict=True) if w >= _NARROW_LEXEME_BYTES]
+    assert narrow and wide, "both kinds of lexeme should be counted"
+    most = {}
+    for state in narrow[:6] + wide[:3]:
+        grown = items_grown(lexer, vocab.trie, vocab.size, state)
+        expected = _items_by_bytes(index, vocab, state)
+        assert grown.tolist() == expected, state
+        most[state] = max(expected)
+    assert max(most[s] for s in narrow[:6]) > 1 and max(most[s] for s in wide[:3]) > 1
+
+
 # Pieces that Llama 3 merges into long tokens around a quote: words, runs of dashes and
 # spaces, escapes, multi-byte characters.
 LLAMA3_PIECES = [

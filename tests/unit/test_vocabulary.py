@@ -144,3 +144,24 @@ def test_level_parents_spell_each_token_back_to_the_root(gpt2: Vocabulary) -> No
             spelled.append(int(trie.node_byte[trie.level_nodes[at]]))
             at = int(parent_at[at])
         assert bytes(reversed(spelled)) == gpt2.token_bytes[token_id]
+
+
+def test_subtree_ends_and_tokens_by_node_give_each_subtrees_tokens(gpt2: Vocabulary) -> None:
+    # The tokens under node n are the ids of nodes n..end[n]-1: exactly the tokens whose
+    # bytes start with n's spelling.
+    trie = gpt2.trie
+    ends = trie.subtree_ends()
+    start, ids = trie.tokens_by_node()
+    pairs = zip(trie.token_ids.tolist(), trie.token_node.tolist(), strict=True)
+    spelling = {node: gpt2.token_bytes[token] for token, node in pairs}
+    checked = 0
+    for node in range(1, trie.num_nodes, 2999):
+        prefix = spelling.get(node)
+        if prefix is None:
+            continue  # a node where no token ends: its spelling is not at hand
+        checked += 1
+        under = set(ids[start[node] : start[ends[node]]].tolist())
+        expected = {t for t in trie.token_ids.tolist() if gpt2.token_bytes[t].startswith(prefix)}
+        assert under == expected, node
+    assert checked >= 10
+    assert ends[0] == trie.num_nodes and start[-1] == ids.shape[0]
