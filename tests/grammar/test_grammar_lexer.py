@@ -187,3 +187,70 @@ def test_co_reachable_matches_a_fixpoint(seed: int) -> None:
             break
         live = reach
     assert np.array_equal(gl._co_reachable(trans, seeds), live)
+
+
+GENERATED = {
+    "objects": {
+        "type": "object",
+        "properties": {
+            "id": {"type": "string", "pattern": "^[0-9]{3}$"},
+            "tags": {"type": "array", "items": {"enum": ["a", "ab", "abc"]}},
+            "note": {"type": "string", "maxLength": 40},
+            "size": {"type": "integer", "minimum": 1},
+        },
+        "required": ["id"],
+    },
+    "overlapping_keys": {
+        "type": "object",
+        "properties": {"a": {"type": "number"}, "ab": {}, "abc": {"type": "boolean"}},
+        "additionalProperties": {"type": "string", "maxLength": 12},
+    },
+    "recursive": {
+        "$defs": {"node": {"type": "object", "properties": {"kids": {"items": {"$ref": "#"}}}}},
+        "anyOf": [{"$ref": "#/$defs/node"}, {"type": "null"}],
+    },
+}
+
+
+@pytest.mark.parametrize("name", sorted(GENERATED))
+def test_generated_grammar_lexer_from_automata_equals_the_nfa_construction(name, gpt2) -> None:
+    # Generated terminals have automata, which the lexer walks as threads directly; the
+    # byte-NFA construction is the general one. Both must give the same lexer, array for
+    # array, counted strings included.
+    from fsmcompile.compiler import ROOT_RULE, lower_spec
+    from fsmcompile.index.fresh_items import countable_for
+    from fsmcompile.spec.lark.from_rules import grammar_from_rules
+
+    node, rules = lower_spec("json", GENERATED[name], {})
+    grammar = grammar_from_rules({ROOT_RULE: node, **rules}, ROOT_RULE, max_states=100_000)
+    countable = countable_for(gpt2, grammar)
+    direct = gl._build_lexer_from_dfas(grammar, 100_000, None, countable)
+    general = gl._build_lexer(grammar, 100_000, None, countable)
+    assert direct.num_states > 20
+    for field in ("transitions", "class_of_byte", "label", "context_start", "char_bound"):
+        assert np.array_equal(getattr(direct, field), getattr(general, field)), field
+    assert np.array_equal(direct.char_start, general.char_start)
+    assert np.array_equal(direct.restart_context, general.restart_context)
+
+
+def test_lexer_from_automata_drops_threads_behind_an_ended_lexeme(gpt2) -> None:
+    # Two terminals of one context where one's lexeme runs on into the other's: past the
+    # end of the first in priority order, the lower one is dropped, as the NFA
+    # construction's leftmost-first closure drops it.
+    from fsmcompile.automaton import build_dfa
+    from fsmcompile.spec.regex import parse_regex
+
+    patterns = {"WORD": "ab", "NAME": "a[a-z]*", "TAIL": "[0-9]+"}
+    generated = {}
+    for name, pattern in patterns.items():
+        node = parse_regex(pattern)
+        generated[name] = (node, build_dfa(node))
+    text = 'start: WORD TAIL | NAME\nWORD: "w1"\nNAME: "n22"\nTAIL: "t333"\n'
+    from fsmcompile.spec.lark.loading import load_lark_grammar as load_generated
+
+    grammar = load_generated(text, generated=generated)
+    direct = gl._build_lexer_from_dfas(grammar, 1_000, None, None)
+    general = gl._build_lexer(grammar, 1_000, None, None)
+    assert np.array_equal(direct.transitions, general.transitions)
+    assert np.array_equal(direct.label, general.label)
+    assert np.array_equal(direct.context_start, general.context_start)
