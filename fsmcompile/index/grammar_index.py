@@ -333,7 +333,7 @@ def _groups(
     tokens = ids_by_node[concatenated_ranges(counts) + lo[rec]]
     member = _sorted_unique(group_of_rec[rec] * vocab.size + tokens)
     group_of, tokens = member // vocab.size, member % vocab.size
-    pattern_sizes = np.asarray([p.shape[0] for p in stays.patterns], dtype=np.int64)
+    pattern_sizes = np.asarray(stays.sizes, dtype=np.int64)
     sizes = np.concatenate([np.bincount(group_of, minlength=walked), pattern_sizes])
     dense = np.flatnonzero(sizes[:walked] >= DENSE_MIN_TOKENS)
     in_dense = np.full(walked, -1, dtype=np.int64)
@@ -354,7 +354,9 @@ def _groups(
     group_dense[dense] = row_of[: dense.shape[0]]
     group_dense[walked:] = row_of_pattern
     listed_sizes = np.where(group_dense < 0, sizes, 0)
-    listed_stays = [p for p, row in zip(stays.patterns, row_of_pattern, strict=True) if row < 0]
+    listed_stays = [
+        stays.tokens(p, vocab.size) for p in np.flatnonzero(row_of_pattern < 0).tolist()
+    ]
     group_tokens = np.concatenate([tokens[listed], *listed_stays])
     # Entries: (origin, group) pairs from each group's origin bitset, sorted by origin.
     words = records.origins.shape[1]

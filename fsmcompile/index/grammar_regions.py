@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fsmcompile.automaton.dfa import ByteDFA
-from fsmcompile.index.bits import bitmask_words, pack_bool_rows
+from fsmcompile.index.bits import bitmask_words, pack_bool_rows, unpack_row
 from fsmcompile.index.grammar_lexer import LexerShapes
 from fsmcompile.index.regions import Region, find_regions, walk_roles
 from fsmcompile.index.sorted_keys import concatenated_ranges, positions_of
@@ -93,7 +93,10 @@ class StayGroups:
         seq: the sequence emitted before the region was entered, per group.
         state: the shape the tokens end in, per group.
         origins: the origin bitset of each group (uint64 rows).
-        patterns: the token ids of each group.
+        sizes: the number of tokens of each group.
+        patterns: the token ids of each group; None for a packed one whose row `kept`
+            held when it was served (`rows`): its tokens are not gathered at all.
+        rows: that kept packed row, else None.
         sources: per pattern, the cached walk and the slices of it the tokens were cut
             from: the key its packed row is kept under in `kept` (None for a pattern
             below `DENSE_MIN_TOKENS`, which is listed, not packed).
@@ -105,22 +108,35 @@ class StayGroups:
     seq: list[int] = field(default_factory=list)
     state: list[int] = field(default_factory=list)
     origins: list[npt.NDArray[np.uint64]] = field(default_factory=list)
-    patterns: list[npt.NDArray[np.int64]] = field(default_factory=list)
+    sizes: list[int] = field(default_factory=list)
+    patterns: list[npt.NDArray[np.int64] | None] = field(default_factory=list)
+    rows: list[npt.NDArray[np.int32] | None] = field(default_factory=list)
     sources: list[tuple[ViewKey, Slices] | None] = field(default_factory=list)
+
+    def tokens(self, group: int, vocab_size: int) -> npt.NDArray[np.int64]:
+        """The token ids of a group, read back from its packed row when not gathered."""
+        pattern = self.patterns[group]
+        if pattern is not None:
+            return pattern
+        row = self.rows[group]
+        assert row is not None
+        return np.flatnonzero(unpack_row(row, vocab_size)).astype(np.int64)
 
     def packed_rows(self, chosen: list[int], vocab_size: int) -> npt.NDArray[np.int32]:
         """int32[len(chosen), W]: the chosen patterns as packed rows, packed once per
         vocabulary while `kept` holds them."""
-        sources = [self.sources[p] for p in chosen]
-        kept = [None if key is None else self.kept.get(key) for key in sources]
+        kept = [
+            row if (row := self.rows[p]) is not None else self._kept(self.sources[p])
+            for p in chosen
+        ]
         fresh = [p for p, row in zip(chosen, kept, strict=True) if row is None]
         made: dict[int, npt.NDArray[np.int32]] = {}
         if fresh:  # one scatter for all of them, not one per pattern
-            sizes = [self.patterns[p].shape[0] for p in fresh]
+            patterns = [self.tokens(p, vocab_size) for p in fresh]
             allowed = np.zeros((len(fresh), vocab_size), dtype=np.bool_)
             allowed[
-                np.repeat(np.arange(len(fresh)), sizes),
-                np.concatenate([self.patterns[p] for p in fresh]),
+                np.repeat(np.arange(len(fresh)), [t.shape[0] for t in patterns]),
+                np.concatenate(patterns),
             ] = True
             made = dict(zip(fresh, pack_bool_rows(allowed), strict=True))
             for p, row in made.items():
@@ -129,6 +145,9 @@ class StayGroups:
                     self.kept.put(key, row)
         rows = [made[p] if row is None else row for p, row in zip(chosen, kept, strict=True)]
         return np.stack(rows) if rows else np.zeros((0, bitmask_words(vocab_size)), np.int32)
+
+    def _kept(self, key: tuple[ViewKey, Slices] | None) -> npt.NDArray[np.int32] | None:
+        return None if key is None else self.kept.get(key)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -247,13 +266,17 @@ class RegionServer:
         seq: int,
         state: int,
         origins: npt.NDArray[np.uint64],
-        tokens: npt.NDArray[np.int64],
+        size: int,
+        tokens: npt.NDArray[np.int64] | None,
+        row: npt.NDArray[np.int32] | None,
         source: tuple[ViewKey, Slices] | None,
     ) -> None:
         self.stays.seq.append(seq)
         self.stays.state.append(state)
         self.stays.origins.append(origins)
+        self.stays.sizes.append(size)
         self.stays.patterns.append(tokens)
+        self.stays.rows.append(row)
         self.stays.sources.append(source)
 
     def serve(
@@ -339,12 +362,27 @@ class RegionServer:
         keys = np.stack([run_view, seq, state], axis=1).astype(np.uint64)
         first, group = unique_wide_rows(bits, keys)
         # Runs by group, then by slice start. A group of one run is a slice of its view's
-        # tokens (no copy); the runs of the other groups are gathered at once, by view.
+        # tokens (no copy); the runs of the other groups are gathered at once, by view,
+        # unless the group is packed and its row is kept already.
         order = np.lexsort((run_a, group))
         run_a, run_b, run_view = run_a[order], run_b[order], run_view[order]
         runs = np.bincount(group, minlength=first.shape[0])
         run_start = np.concatenate([[0], np.cumsum(runs)])
-        lengths = np.where(np.repeat(runs > 1, runs), run_b - run_a, 0)
+        sizes = np.add.reduceat(run_b - run_a, run_start[:-1]) if first.shape[0] else runs
+        run_start_list, size_list = run_start.tolist(), sizes.tolist()
+        view_list = run_view.tolist()
+        slices = np.stack([run_a, run_b], axis=1)
+        sources: list[tuple[ViewKey, Slices] | None] = []
+        rows: list[npt.NDArray[np.int32] | None] = []
+        for g, size in enumerate(size_list):
+            lo, hi = run_start_list[g], run_start_list[g + 1]
+            source = None
+            if size >= DENSE_MIN_TOKENS:
+                source = (views[view_list[lo]].key, slices[lo:hi].tobytes())
+            sources.append(source)
+            rows.append(None if source is None else self.stays.kept.get(source))
+        wanted = np.array([row is None for row in rows], dtype=np.bool_)
+        lengths = np.where(np.repeat((runs > 1) & wanted, runs), run_b - run_a, 0)
         ends = np.cumsum(lengths)
         gathered = np.empty(int(ends[-1]) if ends.shape[0] else 0, dtype=np.int64)
         for k in np.unique(run_view[lengths > 0]).tolist():
@@ -353,18 +391,21 @@ class RegionServer:
             at = np.repeat(ends[sel] - lengths[sel], lengths[sel]) + step
             gathered[at] = views[k].inside_tokens[np.repeat(run_a[sel], lengths[sel]) + step]
         gathered_start = np.concatenate([[0], ends])[run_start].tolist()
-        run_start_list = run_start.tolist()
-        a_list, b_list, view_list = run_a.tolist(), run_b.tolist(), run_view.tolist()
-        slices = np.stack([run_a, run_b], axis=1)
+        a_list, b_list = run_a.tolist(), run_b.tolist()
         seq_list, state_list = seq.tolist(), state.tolist()
         for g, head in enumerate(first.tolist()):
             lo, hi = run_start_list[g], run_start_list[g + 1]
-            view = views[view_list[lo]]
-            if hi - lo == 1:
-                pattern = view.inside_tokens[a_list[lo] : b_list[lo]]
-            else:
+            pattern: npt.NDArray[np.int64] | None = None  # a kept row needs no tokens
+            if rows[g] is None and hi - lo == 1:
+                pattern = views[view_list[lo]].inside_tokens[a_list[lo] : b_list[lo]]
+            elif rows[g] is None:
                 pattern = gathered[gathered_start[g] : gathered_start[g + 1]]
-            source = None
-            if pattern.shape[0] >= DENSE_MIN_TOKENS:
-                source = (view.key, slices[lo:hi].tobytes())
-            self._stay(seq_list[head], state_list[head], bits[head], pattern, source)
+            self._stay(
+                seq_list[head],
+                state_list[head],
+                bits[head],
+                size_list[g],
+                pattern,
+                rows[g],
+                sources[g],
+            )

@@ -18,7 +18,7 @@ from fsmcompile.index.bits import unpack_row
 from fsmcompile.index.grammar_exits import exit_sets
 from fsmcompile.index.grammar_index import next_contexts
 from fsmcompile.index.grammar_lexer import build_lexer_automaton, lexer_shapes
-from fsmcompile.index.grammar_regions import KeptRows, RegionServer
+from fsmcompile.index.grammar_regions import KeptRows, RegionServer, StayGroups
 from fsmcompile.index.grammar_walk import (
     ConstraintTable,
     SequenceTable,
@@ -94,7 +94,7 @@ def _outcomes(
         for g in range(len(stays.patterns)):
             bits = np.asarray(stays.origins[g], dtype=np.uint64)[None, :]
             row_flags = np.unpackbits(bits.view(np.uint8), axis=1, bitorder="little")[0]
-            tokens = stays.patterns[g]
+            tokens = stays.tokens(g, vocab.size)
             for origin in np.flatnonzero(row_flags[:num_origins]).tolist():
                 rows.append(_rows(origin, stays.seq[g], stays.state[g], tokens))
     return np.unique(np.concatenate(rows), axis=0)
@@ -182,28 +182,41 @@ def test_level_merged_walk_keeps_every_exit_set(gpt2: Vocabulary) -> None:
 def test_packed_stay_rows_kept_with_the_walk_equal_fresh_packing(gpt2: Vocabulary) -> None:
     """A stay pattern's packed row, kept on the first call and read back on the second,
     holds exactly the pattern's tokens, whether it is one slice of a cached walk or
-    gathers several."""
+    gathers several; a later walk that finds the rows kept gathers no tokens for them
+    and reads the same tokens back from the rows."""
     grammar = _schema_grammar(SCHEMAS["free_form"])
     shapes = lexer_shapes(build_lexer_automaton(grammar, max_states=100_000))
-    server = RegionServer(shapes, gpt2)
     contexts = next_contexts(grammar.table, len(grammar.terminals))
     ignored = grammar.ignored.tolist()
-    walk_grammar_tokens(
-        shapes, gpt2.trie, contexts, ignored, SequenceTable(), ConstraintTable(), regions=server
-    )
-    stays = server.stays
-    chosen = [p for p, pattern in enumerate(stays.patterns) if pattern.shape[0] >= 256]
+    kept = KeptRows()
+
+    def served() -> StayGroups:
+        server = RegionServer(shapes, gpt2)
+        server.stays = StayGroups(kept)
+        walk_grammar_tokens(
+            shapes, gpt2.trie, contexts, ignored, SequenceTable(), ConstraintTable(), regions=server
+        )
+        return server.stays
+
+    stays = served()
+    chosen = [p for p, size in enumerate(stays.sizes) if size >= 256]
     sources = [stays.sources[p] for p in chosen]
     assert chosen, "the free-form schema has big stay patterns"
-    stays.kept = KeptRows()
+    assert all(stays.patterns[p] is not None for p in chosen), "nothing was kept yet"
     first = stays.packed_rows(chosen, gpt2.size)
-    assert all(stays.kept.get(source) is not None for source in sources)
+    assert all(kept.get(source) is not None for source in sources)
     second = stays.packed_rows(chosen, gpt2.size)
     for p, row, again in zip(chosen, first, second, strict=True):
         expected = np.zeros(gpt2.size, dtype=np.bool_)
-        expected[stays.patterns[p]] = True
+        expected[stays.tokens(p, gpt2.size)] = True
         assert np.array_equal(unpack_row(row, gpt2.size), expected)
         assert np.array_equal(again, row)
+    later = served()
+    assert later.sizes == stays.sizes
+    assert all(later.patterns[p] is None for p in chosen), "kept rows need no tokens"
+    for p in chosen:
+        assert np.array_equal(later.tokens(p, gpt2.size), np.sort(stays.tokens(p, gpt2.size)))
+    assert np.array_equal(later.packed_rows(chosen, gpt2.size), first)
 
 
 def test_kept_rows_drop_the_least_recently_used_first() -> None:
