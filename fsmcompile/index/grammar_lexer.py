@@ -893,9 +893,17 @@ class LexerShapes:
 
 
 def lexer_shapes(lexer: LexerAutomaton, deadline: float | None = None) -> LexerShapes:
-    """Merge lexer states whose labels agree along every path (ignore tags dropped)."""
+    """Merge lexer states whose labels agree along every path (ignore tags dropped).
+
+    A lexer with no ignore tags and no counted items was minimized on its labels alone
+    (`_finish`), so each of its states is a shape of its own: a generated grammar's
+    lexer skips the second minimization.
+    """
     trans = lexer.transitions
-    block = _moore_minimize(trans, lexer.label.astype(np.int64), deadline)
+    if (lexer.restart_context < 0).all() and (lexer.char_bound < 0).all():
+        block = np.arange(lexer.num_states, dtype=np.int64)
+    else:
+        block = _moore_minimize(trans, lexer.label.astype(np.int64), deadline)
     _, first, shape = np.unique(block, return_index=True, return_inverse=True)
     shape = shape.reshape(-1)
     reps = first

@@ -254,3 +254,21 @@ def test_lexer_from_automata_drops_threads_behind_an_ended_lexeme(gpt2) -> None:
     assert np.array_equal(direct.transitions, general.transitions)
     assert np.array_equal(direct.label, general.label)
     assert np.array_equal(direct.context_start, general.context_start)
+
+
+@pytest.mark.parametrize("name", sorted(GENERATED))
+def test_lexer_without_tags_or_counts_is_already_its_own_shapes(name, gpt2) -> None:
+    # `lexer_shapes` skips its minimization for such lexers: minimizing again on labels
+    # alone must merge nothing.
+    from fsmcompile.compiler import ROOT_RULE, lower_spec
+    from fsmcompile.spec.lark.from_rules import grammar_from_rules
+
+    node, rules = lower_spec("json", GENERATED[name], {})
+    grammar = grammar_from_rules({ROOT_RULE: node, **rules}, ROOT_RULE, max_states=100_000)
+    lexer = build_lexer_automaton(grammar, max_states=100_000)  # counts nothing
+    assert (lexer.restart_context < 0).all() and (lexer.char_bound < 0).all()
+    block = gl._moore_minimize(lexer.transitions, lexer.label.astype(np.int64))
+    assert np.array_equal(block, np.arange(lexer.num_states))
+    shapes = lexer_shapes(lexer)
+    assert np.array_equal(shapes.of_state, np.arange(lexer.num_states))
+    assert np.array_equal(shapes.transitions, lexer.transitions)
