@@ -686,7 +686,6 @@ def _build_lexer_from_dfas(
     terminal's start, which may not end a lexeme before a byte. States are interned and
     visited in the order `_build_lexer` visits them, so both give the same automaton.
     """
-
     automata: list[ByteDFA] = []
     bound_of: list[int] = []
     item_moves: list[dict[int, frozenset[int]] | None] = []
@@ -712,10 +711,10 @@ def _build_lexer_from_dfas(
         move_rows.extend(rows_t)
         accepting.extend(dfa.accepting.tolist())
         term_of.extend([t] * dfa.num_states)
-        moves = item_moves[t]
+        moves, own = item_moves[t], own_class.tolist()
         for s in range(dfa.num_states):
             counts = moves.get(s) if moves is not None else None
-            counting_rows.append([int(k) in counts for k in own_class.tolist()] if counts else None)
+            counting_rows.append([k in counts for k in own] if counts else None)
         if dfa.accepting[0]:
             entry.append(len(move_rows))
             move_rows.append(rows_t[0])
