@@ -7,6 +7,7 @@ and the children of a node are a contiguous run of the next level.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -46,7 +47,7 @@ class TokenTrie:
     child_hi: npt.NDArray[np.int64]
     token_ids: npt.NDArray[np.int64]
     token_node: npt.NDArray[np.int32]
-    _derived: dict[str, npt.NDArray[np.int64]] = field(
+    _derived: dict[str, tuple[npt.NDArray[np.int64], ...]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
 
@@ -79,18 +80,30 @@ class TokenTrie:
         pos = lo[parent] + (np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts))
         return parent, self.level_nodes[pos].astype(np.int64)
 
+    def _kept(
+        self, key: str, make: Callable[[], tuple[npt.NDArray[np.int64], ...]]
+    ) -> tuple[npt.NDArray[np.int64], ...]:
+        """Arrays derived from the trie: made on first use, kept read-only."""
+        found = self._derived.get(key)
+        if found is None:
+            found = make()
+            for array in found:
+                array.flags.writeable = False
+            self._derived[key] = found
+        return found
+
     def node_depths(self) -> npt.NDArray[np.int64]:
         """int64[N]: the depth of every node (root 0), from the level lists (computed once,
         read-only)."""
-        depth = self._derived.get("depths")
-        if depth is None:
+
+        def make() -> tuple[npt.NDArray[np.int64]]:
             depth = np.zeros(self.num_nodes, dtype=np.int64)
             depth[self.level_nodes] = np.repeat(
                 np.arange(self.level_offsets.shape[0] - 1), np.diff(self.level_offsets)
             )
-            depth.flags.writeable = False
-            self._derived["depths"] = depth
-        return depth
+            return (depth,)
+
+        return self._kept("depths", make)[0]
 
     def level_parents(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """(int64[N] the position in `level_nodes` of each position's parent, the root's -1;
@@ -100,19 +113,17 @@ class TokenTrie:
         is then one contiguous slice, and its parents' values one gather from the level
         above, read in ascending order (children of a node are adjacent).
         """
-        found = self._derived.get("level_parents")
-        position = self._derived.get("positions")
-        if found is None or position is None:
+
+        def make() -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
             position = np.empty(self.num_nodes, dtype=np.int64)
             position[self.level_nodes] = np.arange(self.num_nodes, dtype=np.int64)
             owner, child = self.children(np.arange(self.num_nodes, dtype=np.int64))
-            found = np.full(self.num_nodes, -1, dtype=np.int64)
-            found[position[child]] = position[owner]
-            found.flags.writeable = False
-            position.flags.writeable = False
-            self._derived["level_parents"] = found
-            self._derived["positions"] = position
-        return found, position
+            parent_at = np.full(self.num_nodes, -1, dtype=np.int64)
+            parent_at[position[child]] = position[owner]
+            return parent_at, position
+
+        parent_at, position = self._kept("level_parents", make)
+        return parent_at, position
 
     def token_first_bytes(self) -> npt.NDArray[np.int64]:
         """int64[T]: the first byte of each trie token (computed once, read-only).
@@ -120,44 +131,39 @@ class TokenTrie:
         Nodes are numbered depth-first, so a token's depth-1 ancestor is the last depth-1
         node at or before its end node.
         """
-        first = self._derived.get("first_bytes")
-        if first is None:
+
+        def make() -> tuple[npt.NDArray[np.int64]]:
             depth1 = np.sort(self.level_nodes[self.level_offsets[1] : self.level_offsets[2]])
             ancestor = depth1[np.searchsorted(depth1, self.token_node, side="right") - 1]
-            first = self.node_byte[ancestor].astype(np.int64)
-            first.flags.writeable = False
-            self._derived["first_bytes"] = first
-        return first
+            return (self.node_byte[ancestor].astype(np.int64),)
+
+        return self._kept("first_bytes", make)[0]
 
     def first_byte_by_id(self, size: int) -> npt.NDArray[np.int64]:
         """int64[size]: the first byte of token id i, 256 for an id outside the trie (no
         text), so a bool[257] table indexed by it reads a per-byte property of every id
         in one gather (computed once per size, read-only)."""
-        key = f"first_byte_by_id/{size}"
-        table = self._derived.get(key)
-        if table is None:
+
+        def make() -> tuple[npt.NDArray[np.int64]]:
             table = np.full(size, 256, dtype=np.int64)
             table[self.token_ids] = self.token_first_bytes()
-            table.flags.writeable = False
-            self._derived[key] = table
-        return table
+            return (table,)
+
+        return self._kept(f"first_byte_by_id/{size}", make)[0]
 
     def tokens_by_node(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """(int64[N + 1] start, int64[T] ids): the token ids whose bytes end at node n are
         ids[start[n] : start[n + 1]] (several ids can share bytes), computed once,
         read-only: every walk's records look their tokens up by node."""
-        found = self._derived.get("node_token_start")
-        ids = self._derived.get("ids_by_node")
-        if found is None or ids is None:
+
+        def make() -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
             order = np.argsort(self.token_node, kind="stable")
-            ids = self.token_ids[order].astype(np.int64)
             counts = np.bincount(self.token_node, minlength=self.num_nodes)
-            found = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-            found.flags.writeable = False
-            ids.flags.writeable = False
-            self._derived["node_token_start"] = found
-            self._derived["ids_by_node"] = ids
-        return found, ids
+            start = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+            return start, self.token_ids[order].astype(np.int64)
+
+        start, ids = self._kept("tokens_by_node", make)
+        return start, ids
 
     def subtree_ends(self) -> npt.NDArray[np.int64]:
         """int64[N]: one past the last node id under each node (computed once, read-only).
@@ -165,8 +171,8 @@ class TokenTrie:
         Nodes are numbered depth-first, so a subtree is the id range [n, end[n]), and its
         tokens are one slice of `tokens_by_node`'s ids.
         """
-        ends = self._derived.get("subtree_ends")
-        if ends is None:
+
+        def make() -> tuple[npt.NDArray[np.int64]]:
             size = np.ones(self.num_nodes, dtype=np.int64)  # by position in level_nodes
             offsets = self.level_offsets.tolist()
             for d in range(len(offsets) - 3, -1, -1):
@@ -179,9 +185,9 @@ class TokenTrie:
                 size[lo:hi] += below[last] - below[first]
             ends = np.empty(self.num_nodes, dtype=np.int64)
             ends[self.level_nodes] = self.level_nodes + size
-            ends.flags.writeable = False
-            self._derived["subtree_ends"] = ends
-        return ends
+            return (ends,)
+
+        return self._kept("subtree_ends", make)[0]
 
     @property
     def num_nodes(self) -> int:
