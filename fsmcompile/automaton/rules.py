@@ -8,6 +8,7 @@ unrolls rules to a bounded depth, for when a grammar cannot be used.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
 from dataclasses import replace
 
@@ -57,18 +58,25 @@ def _without(node: Node, dead: set[str], memo: dict[int, Node]) -> Node:
     out: Node = node
     if isinstance(node, Ref):
         out = NOTHING if node.name in dead else node
-    elif isinstance(node, Concat):
+    elif isinstance(node, Concat | And | Alt):
         items = [_without(item, dead, memo) for item in node.items]
-        out = NOTHING if NOTHING in items else seq(*items) if items else EMPTY
-    elif isinstance(node, And):
-        items = [_without(item, dead, memo) for item in node.items]
-        out = NOTHING if NOTHING in items else And(tuple(items))
-    elif isinstance(node, Alt):
-        items = [i for i in (_without(item, dead, memo) for item in node.items) if i != NOTHING]
-        # Not alt(): flattening a chain of nested choices (an object's optional members,
-        # each choosing between itself and the rest) lists every later member at every
-        # member, quadratic in the grammar lark analyses.
-        out = NOTHING if not items else items[0] if len(items) == 1 else Alt(tuple(items))
+        if isinstance(node, Alt):
+            items = [i for i in items if i != NOTHING]
+        if isinstance(node, Alt) and not items or not isinstance(node, Alt) and NOTHING in items:
+            out = NOTHING
+        elif _same(items, node.items):
+            # Nothing pruned below: the node itself, so sub-trees shared by identity
+            # (a format's IR, built once per process: `keep_built`) stay shared.
+            out = node
+        elif isinstance(node, Concat):
+            out = seq(*items) if items else EMPTY
+        elif isinstance(node, And):
+            out = And(tuple(items))
+        else:
+            # Not alt(): flattening a chain of nested choices (an object's optional
+            # members, each choosing between itself and the rest) lists every later
+            # member at every member, quadratic in the grammar lark analyses.
+            out = items[0] if len(items) == 1 else Alt(tuple(items))
     elif isinstance(node, Repeat):
         inner = _without(node.item, dead, memo)
         if inner == NOTHING:
@@ -77,6 +85,11 @@ def _without(node: Node, dead: set[str], memo: dict[int, Node]) -> Node:
             out = node if inner is node.item else replace(node, item=inner)  # kind kept
     memo[id(node)] = out
     return out
+
+
+def _same(items: list[Node], originals: tuple[Node, ...]) -> bool:
+    """Whether pruning left every item as it was (the same objects)."""
+    return len(items) == len(originals) and all(map(operator.is_, items, originals))
 
 
 def prune_rules(start: Node, rules: Mapping[str, Node]) -> tuple[Node, dict[str, Node]]:

@@ -483,3 +483,22 @@ def test_dfa_key_names_the_automaton_by_its_arrays() -> None:
     b = build_dfa(parse_regex("a(b|c)(a(b|c))*"))  # the same language, built apart
     assert a is not b and dfa_key(a) == dfa_key(b)
     assert dfa_key(a) != dfa_key(build_dfa(parse_regex("(ab|ac)*")))
+
+
+def test_prune_rules_keeps_unpruned_subtrees_as_the_same_objects() -> None:
+    from fsmcompile.automaton.ir import Alt, Concat, Ref
+    from fsmcompile.automaton.rules import prune_rules
+
+    # A shared sub-tree (as `keep_built` marks one) must reach the automaton builder as
+    # itself: its automaton is kept by identity, and a copy would be built again.
+    shared = seq(literal('"'), parse_regex("[a-z]*"), literal('"'))
+    live = Concat((literal("["), shared, literal("]")))
+    body = Alt((live, Ref("loop"), Ref("item")))
+    rules = {
+        "item": Concat((shared, literal(","), Ref("item"))),  # never finishes
+        "loop": Alt((shared, Concat((literal("("), Ref("loop"), literal(")"))))),
+    }
+    root, kept = prune_rules(body, rules)
+    assert isinstance(root, Alt) and root.items[0] is live and root.items[1] == Ref("loop")
+    assert len(root.items) == 2, "the reference to a rule that never finishes is dropped"
+    assert set(kept) == {"loop"} and kept["loop"] is rules["loop"]

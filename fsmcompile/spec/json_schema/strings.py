@@ -27,6 +27,7 @@ import functools
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from fsmcompile.automaton.build import keep_built
 from fsmcompile.automaton.ir import (
     EMPTY,
     NOTHING,
@@ -81,16 +82,19 @@ _U_NON_SURROGATE = alt(
 _U_HIGH = seq(chars("dD"), chars("89abAB"), _HEX, _HEX)
 _U_LOW = seq(chars("dD"), chars("cdefCDEF"), _HEX, _HEX)
 
-STRING_UNIT: Node = alt(
-    RAW_CHAR,
-    seq(BACKSLASH, chars('"\\/bfnrt')),
-    seq(BACKSLASH, chars("u"), _U_NON_SURROGATE),
-    seq(BACKSLASH, chars("u"), _U_HIGH, BACKSLASH, chars("u"), _U_LOW),
+STRING_UNIT: Node = keep_built(
+    alt(
+        RAW_CHAR,
+        seq(BACKSLASH, chars('"\\/bfnrt')),
+        seq(BACKSLASH, chars("u"), _U_NON_SURROGATE),
+        seq(BACKSLASH, chars("u"), _U_HIGH, BACKSLASH, chars("u"), _U_LOW),
+    )
 )
 """One decoded character in any JSON spelling: raw, short escape, `\\uXXXX`, or a pair."""
 
-ANY_CONTENT: Node = Repeat(STRING_UNIT, 0, None)
-"""The content of any string, in every spelling."""
+ANY_CONTENT: Node = keep_built(Repeat(STRING_UNIT, 0, None))
+"""The content of any string, in every spelling (what every unconstrained string holds:
+its automaton is built once per process, as is the unit's, which bounded strings repeat)."""
 ANY_STRING: Node = seq(QUOTE, ANY_CONTENT, QUOTE)
 """Every JSON string."""
 
@@ -233,6 +237,8 @@ def string_body(
     a `CountedRepeat`, which a grammar lexer may count instead of unrolling.
     """
     parts = list(contents)
+    if min_length == 0 and max_length is None and not parts:
+        return ANY_CONTENT  # the kept node itself, not an equal copy
     if min_length > 0 or max_length is not None or not parts:
         counted = max_length is not None and max_length >= COUNTED_FROM
         repeat = CountedRepeat if counted else Repeat
@@ -259,8 +265,6 @@ def content_except(excluded: Iterable[str]) -> Node:
 @functools.cache
 def narrow_content() -> Node:
     """Narrowly spelled content of any string; built once per process (`keep_built`)."""
-    from fsmcompile.automaton.build import keep_built
-
     return keep_built(Repeat(_narrow_spellings(ANY_CHAR), 0, None))
 
 
@@ -339,7 +343,6 @@ def lower_string(lw: Lowerer, conj: Conjunction) -> Lowered:
 def format_content(name: str) -> Node | None:
     """The escaped content IR of a known format (cached: formats are shared, and so is
     their automaton: `keep_built`)."""
-    from fsmcompile.automaton.build import keep_built
     from fsmcompile.spec.json_schema.formats import format_ir
 
     node = format_ir(name)
