@@ -87,3 +87,29 @@ def test_grammar_bundled_grammars_pass_lark_strict_mode(name):
 
     grammar = load_lark_grammar(bundled_text(name), {"strict": True})
     assert grammar.table.num_states > 0
+
+
+def test_loaded_grammar_keeps_none_of_lark_objects(monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+    import weakref
+
+    from fsmcompile.spec.lark import loading
+
+    built: list[weakref.ref[object]] = []
+    real = loading._lark
+
+    def spy(text: str, start: str, strict: bool) -> object:
+        result = real(text, start, strict)
+        built.append(weakref.ref(result))
+        return result
+
+    monkeypatch.setattr(loading, "_lark", spy)
+    text = 'start: "[" item ("," item)* "]"\nitem: /[a-z]+/ | start\n'
+    first = load_lark_grammar(text)
+    second = load_lark_grammar(text)
+    assert len(built) == 1, "the second load reads the memoized analysis"
+    assert first.table.num_states == second.table.num_states and first.contexts == second.contexts
+    gc.collect()
+    # lark's object graph (tens of thousands of objects for a schema's grammar) would
+    # otherwise stay tracked by the garbage collector for the life of the process.
+    assert built[0]() is None

@@ -13,13 +13,14 @@ import logging
 import re
 import threading
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from fsmcompile.automaton.dfa import ByteDFA
 from fsmcompile.automaton.ir import Node
 from fsmcompile.errors import GrammarError, SpecError, UnsupportedFeatureError
 from fsmcompile.memo import StageMemo
-from fsmcompile.spec.lark.grammar import LarkGrammar, Terminal
+from fsmcompile.spec.lark.grammar import LarkGrammar, LexerContext, ParseTable, Terminal
 from fsmcompile.spec.lark.tables import extract_tables
 from fsmcompile.spec.lark.terminals import terminal_to_ir
 
@@ -104,14 +105,62 @@ def _translate(exc: Exception, text: str) -> SpecError:
 
 _LARK_LOCK = threading.Lock()
 
-_built_larks: StageMemo[tuple[str, str, bool], Any] = StageMemo(64)
+
+@dataclass(frozen=True, slots=True)
+class _Analysis:
+    """What a grammar text's lark analysis is read for: its terminals (name, Python regex,
+    source text, ignored) by name, the lexer contexts and the parse table."""
+
+    terminals: tuple[tuple[str, str, str, bool], ...]
+    contexts: tuple[LexerContext, ...]
+    table: ParseTable
+
+
+_analyses: StageMemo[tuple[str, str, bool], _Analysis] = StageMemo(64)
 """lark's analysis by grammar text: schemas of one shape write the same generated text
-(terminal names are numbered, their automata attached afterwards)."""
+(terminal names are numbered, their automata attached afterwards). Only what is read out
+of it is kept: lark's own objects (tens of thousands per grammar) would stay tracked by
+the garbage collector for the life of the process, and every full collection walks them."""
 
 
-def _build_lark(text: str, start: str, strict: bool) -> Any:
-    """lark's LALR analysis of `text`, memoized (lark never changes it after the build)."""
-    return _built_larks.get_or_make((text, start, strict), lambda: _lark(text, start, strict))
+def _analysis(text: str, start: str, strict: bool) -> _Analysis:
+    """The analysis of `text`, memoized."""
+    return _analyses.get_or_make((text, start, strict), lambda: _analyse(text, start, strict))
+
+
+def _analyse(text: str, start: str, strict: bool) -> _Analysis:
+    built = _lark(text, start, strict)
+    _check_productive(list(built.rules), start, text)
+    parser = built.parser
+    defined = {t.name: t for t in parser.lexer_conf.terminals}
+    ignored = set(parser.lexer_conf.ignore)
+    table_symbols = {s for acts in parser.parser.parser.parse_table.states.values() for s in acts}
+    declared = sorted(s for s in table_symbols if s.isupper() and s not in defined and s != "$END")
+    if declared:
+        where = locate_use(text, declared[0])
+        raise UnsupportedFeatureError(
+            f"terminals {declared} have no pattern (%declare): they need a custom lexer or "
+            "postlexer, which a token mask cannot follow; define them as terminals",
+            line=where[0] if where else None,
+            column=where[1] if where else None,
+        )
+    # Terminals by name, parser states from the start state outwards: lark numbers its
+    # states in hash order, and equal grammars should give byte-equal artifacts.
+    names = {name: i for i, name in enumerate(sorted(defined))}
+    terminals = tuple(
+        (d.name, d.pattern.to_regexp(), d.pattern.raw or "", d.name in ignored)
+        for d in sorted(defined.values(), key=lambda d: d.name)
+    )
+    try:
+        contexts, table = extract_tables(parser, names, start)
+    except re.error as exc:
+        # lark's scanner could not compile a pattern: say which terminal, and why.
+        for name, pattern, raw, _ in terminals:
+            _terminal_node(name, pattern, raw, text)
+        raise GrammarError(f"lark could not build the grammar: {exc}") from exc
+    for array in (table.action, table.goto, table.rule_lhs, table.rule_len, table.context_of_state):
+        array.flags.writeable = False  # shared by every grammar loaded from this text
+    return _Analysis(terminals=terminals, contexts=contexts, table=table)
 
 
 def _lark(text: str, start: str, strict: bool) -> Any:
@@ -178,11 +227,19 @@ def _check_productive(rules: list[Any], start: str, text: str) -> None:
         )
 
 
-def _terminal_error(exc: SpecError, terminal: Any, text: str) -> SpecError:
+def _terminal_node(name: str, pattern: str, raw: str, text: str) -> Node:
+    """The IR of a terminal's pattern; errors say where the terminal is defined."""
+    try:
+        return terminal_to_ir(name, pattern)
+    except SpecError as exc:
+        raise _terminal_error(exc, name, raw, text) from exc
+
+
+def _terminal_error(exc: SpecError, name: str, raw: str, text: str) -> SpecError:
     """Attach the terminal's position in the grammar to an error about its pattern."""
-    where = locate_definition(text, terminal.name)
-    if where is None and terminal.pattern.raw:
-        offset = text.find(terminal.pattern.raw)
+    where = locate_definition(text, name)
+    if where is None and raw:
+        offset = text.find(raw)
         where = _position(text, offset) if offset >= 0 else None
     line, column = where if where is not None else (None, None)
     if isinstance(exc, UnsupportedFeatureError):
@@ -228,41 +285,16 @@ def load_lark_grammar(
     start = opts.get("start", "start")
     if not isinstance(start, str):
         raise SpecError(f"lark option start: expected a rule name, found {start!r}")
-    built = _build_lark(text, start, bool(opts.get("strict", False)))
-    _check_productive(list(built.rules), start, text)
-    parser = built.parser
-    defined = {t.name: t for t in parser.lexer_conf.terminals}
-    ignored = set(parser.lexer_conf.ignore)
-    table_symbols = {s for acts in parser.parser.parser.parse_table.states.values() for s in acts}
-    declared = sorted(s for s in table_symbols if s.isupper() and s not in defined and s != "$END")
-    if declared:
-        where = locate_use(text, declared[0])
-        raise UnsupportedFeatureError(
-            f"terminals {declared} have no pattern (%declare): they need a custom lexer or "
-            "postlexer, which a token mask cannot follow; define them as terminals",
-            line=where[0] if where else None,
-            column=where[1] if where else None,
-        )
-    # Terminals by name, parser states from the start state outwards: lark numbers its
-    # states in hash order, and equal grammars should give byte-equal artifacts.
-    names = {name: i for i, name in enumerate(sorted(defined))}
+    analysis = _analysis(text, start, bool(opts.get("strict", False)))
     terminals = []
-    for definition in sorted(defined.values(), key=lambda d: d.name):
-        pattern = definition.pattern.to_regexp()
-        if generated is not None and definition.name in generated:
-            node, dfa = generated[definition.name]
-            terminals.append(Terminal(definition.name, pattern, node, ignored=False, dfa=dfa))
+    for name, pattern, raw, ignored in analysis.terminals:
+        if generated is not None and name in generated:
+            node, dfa = generated[name]
+            terminals.append(Terminal(name, pattern, node, ignored=False, dfa=dfa))
             continue
-        try:
-            node = terminal_to_ir(definition.name, pattern)
-        except SpecError as exc:
-            raise _terminal_error(exc, definition, text) from exc
-        terminals.append(
-            Terminal(
-                name=definition.name, pattern=pattern, node=node, ignored=definition.name in ignored
-            )
-        )
-    contexts, table = extract_tables(parser, names, start)
+        node = _terminal_node(name, pattern, raw, text)
+        terminals.append(Terminal(name=name, pattern=pattern, node=node, ignored=ignored))
+    contexts, table = analysis.contexts, analysis.table
     logger.debug(
         "lark grammar: %d terminals, %d lexer contexts, %d parser states",
         len(terminals),
