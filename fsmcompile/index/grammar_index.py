@@ -360,8 +360,7 @@ def _groups(
     group_tokens = np.concatenate([tokens[listed], *listed_stays])
     # Entries: (origin, group) pairs from each group's origin bitset, sorted by origin.
     words = records.origins.shape[1]
-    stay_origins = np.asarray(stays.origins, dtype=np.uint64).reshape(-1, words)
-    group_origins = np.concatenate([records.origins[first], stay_origins])
+    group_origins = np.concatenate([records.origins[first], stays.origins(words)])
     origin_bytes = np.ascontiguousarray(group_origins).view(np.uint8)
     flags = np.unpackbits(origin_bytes, axis=1, bitorder="little")[:, :num_origins]
     entry_group, entry_origin = np.nonzero(flags)

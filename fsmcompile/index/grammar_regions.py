@@ -92,7 +92,6 @@ class StayGroups:
     Attributes:
         seq: the sequence emitted before the region was entered, per group.
         state: the shape the tokens end in, per group.
-        origins: the origin bitset of each group (uint64 rows).
         sizes: the number of tokens of each group.
         patterns: the token ids of each group; None for a packed one whose row `kept`
             held when it was served (`rows`): its tokens are not gathered at all.
@@ -101,17 +100,25 @@ class StayGroups:
             from: the key its packed row is kept under in `kept` (None for a pattern
             below `DENSE_MIN_TOKENS`, which is listed, not packed).
         kept: the vocabulary's kept rows.
+        origin_blocks: the groups' origin bitsets (uint64 rows), one block per serve:
+            `origins` joins them.
     """
 
     kept: KeptRows
 
     seq: list[int] = field(default_factory=list)
     state: list[int] = field(default_factory=list)
-    origins: list[npt.NDArray[np.uint64]] = field(default_factory=list)
     sizes: list[int] = field(default_factory=list)
     patterns: list[npt.NDArray[np.int64] | None] = field(default_factory=list)
     rows: list[npt.NDArray[np.int32] | None] = field(default_factory=list)
     sources: list[tuple[ViewKey, Slices] | None] = field(default_factory=list)
+    origin_blocks: list[npt.NDArray[np.uint64]] = field(default_factory=list)
+
+    def origins(self, words: int) -> npt.NDArray[np.uint64]:
+        """uint64[groups, words]: the origin bitset of each group."""
+        if not self.origin_blocks:
+            return np.zeros((0, words), dtype=np.uint64)
+        return np.concatenate(self.origin_blocks)
 
     def tokens(self, group: int, vocab_size: int) -> npt.NDArray[np.int64]:
         """The token ids of a group, read back from its packed row when not gathered."""
@@ -261,24 +268,6 @@ class RegionServer:
             views[key] = view
         return view
 
-    def _stay(
-        self,
-        seq: int,
-        state: int,
-        origins: npt.NDArray[np.uint64],
-        size: int,
-        tokens: npt.NDArray[np.int64] | None,
-        row: npt.NDArray[np.int32] | None,
-        source: tuple[ViewKey, Slices] | None,
-    ) -> None:
-        self.stays.seq.append(seq)
-        self.stays.state.append(state)
-        self.stays.origins.append(origins)
-        self.stays.sizes.append(size)
-        self.stays.patterns.append(tokens)
-        self.stays.rows.append(row)
-        self.stays.sources.append(source)
-
     def serve(
         self,
         depth: int,
@@ -372,15 +361,12 @@ class RegionServer:
         run_start_list, size_list = run_start.tolist(), sizes.tolist()
         view_list = run_view.tolist()
         slices = np.stack([run_a, run_b], axis=1)
-        sources: list[tuple[ViewKey, Slices] | None] = []
-        rows: list[npt.NDArray[np.int32] | None] = []
-        for g, size in enumerate(size_list):
+        sources: list[tuple[ViewKey, Slices] | None] = [None] * len(size_list)
+        rows: list[npt.NDArray[np.int32] | None] = [None] * len(size_list)
+        for g in np.flatnonzero(sizes >= DENSE_MIN_TOKENS).tolist():
             lo, hi = run_start_list[g], run_start_list[g + 1]
-            source = None
-            if size >= DENSE_MIN_TOKENS:
-                source = (views[view_list[lo]].key, slices[lo:hi].tobytes())
-            sources.append(source)
-            rows.append(None if source is None else self.stays.kept.get(source))
+            source = sources[g] = (views[view_list[lo]].key, slices[lo:hi].tobytes())
+            rows[g] = self.stays.kept.get(source)
         wanted = np.array([row is None for row in rows], dtype=np.bool_)
         lengths = np.where(np.repeat((runs > 1) & wanted, runs), run_b - run_a, 0)
         ends = np.cumsum(lengths)
@@ -392,20 +378,18 @@ class RegionServer:
             gathered[at] = views[k].inside_tokens[np.repeat(run_a[sel], lengths[sel]) + step]
         gathered_start = np.concatenate([[0], ends])[run_start].tolist()
         a_list, b_list = run_a.tolist(), run_b.tolist()
-        seq_list, state_list = seq.tolist(), state.tolist()
-        for g, head in enumerate(first.tolist()):
+        stays = self.stays
+        stays.seq += seq[first].tolist()
+        stays.state += state[first].tolist()
+        stays.sizes += size_list
+        stays.rows += rows
+        stays.sources += sources
+        stays.origin_blocks.append(bits[first])
+        for g, row in enumerate(rows):
             lo, hi = run_start_list[g], run_start_list[g + 1]
-            pattern: npt.NDArray[np.int64] | None = None  # a kept row needs no tokens
-            if rows[g] is None and hi - lo == 1:
-                pattern = views[view_list[lo]].inside_tokens[a_list[lo] : b_list[lo]]
-            elif rows[g] is None:
-                pattern = gathered[gathered_start[g] : gathered_start[g + 1]]
-            self._stay(
-                seq_list[head],
-                state_list[head],
-                bits[head],
-                size_list[g],
-                pattern,
-                rows[g],
-                sources[g],
-            )
+            if row is not None:  # a kept row needs no tokens
+                stays.patterns.append(None)
+            elif hi - lo == 1:
+                stays.patterns.append(views[view_list[lo]].inside_tokens[a_list[lo] : b_list[lo]])
+            else:
+                stays.patterns.append(gathered[gathered_start[g] : gathered_start[g + 1]])

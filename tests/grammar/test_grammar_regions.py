@@ -91,8 +91,9 @@ def _outcomes(
             rows.append(_rows(origin, int(records.seq[r]), int(records.state[r]), tokens))
     if server is not None:
         stays = server.stays
+        origins = stays.origins(records.origins.shape[1])
         for g in range(len(stays.patterns)):
-            bits = np.asarray(stays.origins[g], dtype=np.uint64)[None, :]
+            bits = origins[g][None, :]
             row_flags = np.unpackbits(bits.view(np.uint8), axis=1, bitorder="little")[0]
             tokens = stays.tokens(g, vocab.size)
             for origin in np.flatnonzero(row_flags[:num_origins]).tolist():
