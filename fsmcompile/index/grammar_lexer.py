@@ -232,29 +232,42 @@ def _moore_minimize(
     Each round splits blocks by (block, block of each move's target). There are as many
     rounds as the longest string telling two states apart (a hundred for a long literal),
     so a round reads the moves as an edge list (most states have a few of the C columns)
-    and hashes them (`_MooreRound`). Blocks are numbered by their first state, so the
-    result does not depend on the rounds."""
-    _, block = np.unique(output, return_inverse=True)
-    block = block.reshape(-1).astype(np.int64)
-    count = int(block.max(initial=-1)) + 1
+    and hashes them (`_MooreRound`), the hashes naming the blocks of the next round. Equal
+    signatures always hash alike, so only a collision could merge states wrongly: the
+    final partition is checked once to be closed under the moves (then it is the
+    coarsest), and rebuilt by sorting whole signatures if not. Blocks are numbered by
+    their first state, so the result does not depend on the rounds."""
+    _, out = np.unique(output, return_inverse=True)
+    out = out.reshape(-1).astype(np.int64)
+    count = int(out.max(initial=-1)) + 1
     rounds = _MooreRound(trans)
+    block = out.astype(np.uint64)
     while True:
-        if deadline is not None and time.monotonic() > deadline:
-            raise BudgetExceededError(
-                "compile timed out while minimizing the lexer", limit="timeout_s", value=0.0
-            )
-        new_block, new_count = rounds.split(block)
+        _check_minimize_deadline(deadline)
+        hashed = rounds.hashed(block)
+        new_count = int(np.unique(hashed).shape[0])
         if new_count == count:  # rounds only refine, so an equal count is the fixpoint
             break
-        block, count = new_block, new_count
-    _, first = np.unique(block, return_index=True)
+        block, count = hashed, new_count
+    _, cls = np.unique(block, return_inverse=True)
+    cls = cls.reshape(-1).astype(np.int64)
+    if not rounds.closed(out, cls, count):
+        cls = rounds.sorted_rounds(out, deadline)
+    _, first = np.unique(cls, return_index=True)
     rank = np.empty(first.shape[0], dtype=np.int64)
     rank[np.argsort(first, kind="stable")] = np.arange(first.shape[0])
-    return rank[block]
+    return rank[cls]
+
+
+def _check_minimize_deadline(deadline: float | None) -> None:
+    if deadline is not None and time.monotonic() > deadline:
+        raise BudgetExceededError(
+            "compile timed out while minimizing the lexer", limit="timeout_s", value=0.0
+        )
 
 
 class _MooreRound:
-    """One refinement round over a transition table's moves, as an edge list."""
+    """Refinement rounds over a transition table's moves, as an edge list."""
 
     def __init__(self, trans: npt.NDArray[np.int32]) -> None:
         self.trans = trans
@@ -268,37 +281,42 @@ class _MooreRound:
         self.ends = np.searchsorted(self.source, np.arange(trans.shape[0] + 1))
         self.degree = np.diff(self.ends)
 
-    def split(self, block: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], int]:
-        """(class of each state, number of classes) by (block, blocks of the targets)."""
-        term = (block[self.target] + 1).astype(np.uint64) * self.edge_weight
+    def hashed(self, block: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+        """A hash of each state's (block, blocks of its moves' targets by column)."""
+        term = (block[self.target] + np.uint64(1)) * self.edge_weight
         term ^= term >> np.uint64(29)
         term *= self.mix
         summed = np.concatenate([np.zeros(1, dtype=np.uint64), np.cumsum(term, dtype=np.uint64)])
-        hashed = summed[self.ends[1:]] - summed[self.ends[:-1]]
-        hashed += (block + 1).astype(np.uint64) * self.own_weight
-        values, cls = np.unique(hashed, return_inverse=True)
-        cls = cls.reshape(-1).astype(np.int64)
-        if self._same_as_a_member(block, cls, values.shape[0]):
-            return cls, int(values.shape[0])
-        # A hash collision: sort the full signature rows instead.
-        nxt = np.where(self.trans >= 0, block[np.maximum(self.trans, 0)], -1)
-        first, cls = unique_rows(np.concatenate([block[:, None], nxt], axis=1).astype(np.int32))
-        return cls.astype(np.int64), int(first.shape[0])
+        hashed: npt.NDArray[np.uint64] = summed[self.ends[1:]] - summed[self.ends[:-1]]
+        hashed += (block + np.uint64(1)) * self.own_weight
+        return hashed
 
-    def _same_as_a_member(
-        self, block: npt.NDArray[np.int64], cls: npt.NDArray[np.int64], count: int
-    ) -> bool:
-        """Whether every state has the signature of one chosen member of its class: the
-        same block and degree, and each move's column leads the member to the same block."""
+    def closed(self, out: npt.NDArray[np.int64], cls: npt.NDArray[np.int64], count: int) -> bool:
+        """Whether the partition `cls` refines `out` and is closed under the moves: every
+        state has the output, the degree and, column by column, the targets' classes of
+        one chosen member of its class."""
         member = np.empty(count, dtype=np.int64)
         member[cls] = np.arange(cls.shape[0])
         mine = member[cls]
-        if not (
-            np.array_equal(block, block[mine]) and np.array_equal(self.degree, self.degree[mine])
-        ):
+        if not (np.array_equal(out, out[mine]) and np.array_equal(self.degree, self.degree[mine])):
             return False
         theirs = self.trans[mine[self.source], self.column]
-        return bool((theirs >= 0).all() and np.array_equal(block[theirs], block[self.target]))
+        return bool((theirs >= 0).all() and np.array_equal(cls[theirs], cls[self.target]))
+
+    def sorted_rounds(
+        self, out: npt.NDArray[np.int64], deadline: float | None
+    ) -> npt.NDArray[np.int64]:
+        """The exact refinement, sorting whole signature rows each round (after a hash
+        collision)."""
+        block, count = out, int(out.max(initial=-1)) + 1
+        while True:
+            _check_minimize_deadline(deadline)
+            nxt = np.where(self.trans >= 0, block[np.maximum(self.trans, 0)], -1)
+            signature = np.concatenate([block[:, None], nxt], axis=1).astype(np.int32)
+            first, cls = unique_rows(signature)
+            if first.shape[0] == count:
+                return block
+            block, count = cls.astype(np.int64), int(first.shape[0])
 
 
 def _co_reachable(
