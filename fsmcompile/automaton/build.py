@@ -34,7 +34,13 @@ from fsmcompile.automaton.ir import (
     Repeat,
     content_key,
 )
-from fsmcompile.automaton.leaves import ByteClasses, byteset_fragment, charset_fragment, classes_for
+from fsmcompile.automaton.leaves import (
+    ByteClasses,
+    byteset_fragment,
+    charset_fragment,
+    classes_for,
+    literal_fragment,
+)
 from fsmcompile.automaton.minimize import equivalence_classes, minimized, quotient
 from fsmcompile.errors import SpecError, UnsupportedFeatureError
 from fsmcompile.memo import StageMemo
@@ -149,6 +155,26 @@ class _Builder:
         columns = class_of_byte[self.class_byte]
         return Fragment(np.ascontiguousarray(fragment.trans[:, columns]), fragment.accepting, True)
 
+    def _concat_parts(self, items: tuple[Node, ...]) -> list[Fragment]:
+        """The fragments of a concatenation's items, each run of single characters (a
+        property name, a literal) as one chain: gluing them one by one was a few numpy
+        steps per character."""
+        parts: list[Fragment] = []
+        run: list[Node] = []
+        for item in (*items, None):
+            if item is not None and _literal_char(item):
+                run.append(item)
+                continue
+            if len(run) > 1:
+                text = "".join(chr(c.ranges[0][0]) for c in run if isinstance(c, CharSet))
+                parts.append(literal_fragment(text.encode("utf-8"), self.classes))
+            else:
+                parts.extend(self.build(c) for c in run)
+            run = []
+            if item is not None:
+                parts.append(self.build(item))
+        return parts
+
     def build(self, node: Node) -> Fragment:
         hit = self.memo.get(id(node))
         if hit is not None:
@@ -177,7 +203,7 @@ class _Builder:
                 self.leaves[node] = leaf
             result = leaf
         elif isinstance(node, Concat):
-            result = concat([self.build(i) for i in node.items], width, self.budget)
+            result = concat(self._concat_parts(node.items), width, self.budget)
         elif isinstance(node, Alt):
             result = union([self.build(i) for i in node.items], width, self.budget)
         elif isinstance(node, And):
@@ -202,3 +228,11 @@ class _Builder:
                 _kept_built[id(node)] = (result, self.classes.class_of_byte)
         self.memo[id(node)] = (node, result)
         return result
+
+
+def _literal_char(node: Node) -> bool:
+    """Whether `node` is one character that has a UTF-8 form (not a surrogate)."""
+    if not isinstance(node, CharSet) or len(node.ranges) != 1:
+        return False
+    lo, hi = node.ranges[0]
+    return lo == hi and not 0xD800 <= lo <= 0xDFFF

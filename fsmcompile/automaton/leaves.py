@@ -152,6 +152,18 @@ def charset_fragment(charset: CharSet, classes: ByteClasses) -> Fragment:
     return Fragment(trans, accepting, minimal=True, unit="char")
 
 
+def literal_fragment(text: bytes, classes: ByteClasses) -> Fragment:
+    """The bytes of `text` one after another: a chain, minimal as it stands (each state's
+    residual is the rest of the text)."""
+    size = len(text)
+    trans = np.full((size + 1, classes.num_classes), -1, dtype=np.int32)
+    columns = classes.class_of_byte[np.frombuffer(text, dtype=np.uint8)]
+    trans[np.arange(size), columns] = np.arange(1, size + 1, dtype=np.int32)
+    accepting = np.zeros(size + 1, dtype=np.bool_)
+    accepting[size] = True
+    return Fragment(trans, accepting, minimal=True)
+
+
 def byteset_fragment(byteset: ByteSet, classes: ByteClasses) -> Fragment:
     """One byte of `byteset`, as a two-state fragment."""
     if not byteset.ranges:

@@ -502,3 +502,30 @@ def test_prune_rules_keeps_unpruned_subtrees_as_the_same_objects() -> None:
     assert isinstance(root, Alt) and root.items[0] is live and root.items[1] == Ref("loop")
     assert len(root.items) == 2, "the reference to a rule that never finishes is dropped"
     assert set(kept) == {"loop"} and kept["loop"] is rules["loop"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.text(alphabet="ab\"é€😀\ud800", min_size=0, max_size=6), min_size=1, max_size=4)
+)
+def test_build_dfa_literal_runs_give_the_automaton_of_their_characters(pieces: list[str]) -> None:
+    import fsmcompile.automaton.build as build_module
+
+    clear_stage_memos()
+    # Literal runs between other parts (a property name between values), surrogates
+    # (no UTF-8 form: they match nothing) included.
+    node = seq(*(seq(literal(p), parse_regex("[0-9]*")) for p in pieces))
+    fast = build_dfa(node) if "\ud800" not in "".join(pieces) else None
+    clear_stage_memos()
+    original = build_module._literal_char
+    build_module._literal_char = lambda _node: False  # every character built on its own
+    try:
+        slow = build_dfa(node) if fast is not None else None
+    finally:
+        build_module._literal_char = original
+    if fast is None:
+        with pytest.raises(SpecError):
+            build_dfa(node)
+        return
+    assert slow is not None and dfa_key(fast) == dfa_key(slow)
+    assert fast.matches("1".join(pieces).encode("utf-8"))
