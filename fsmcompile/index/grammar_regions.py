@@ -285,15 +285,17 @@ class RegionServer:
         region of that shape) are looked up at once: the Python work is per view and per
         group, not per entry.
         """
-        view_ids, view_at = np.unique(self.view_of[states], return_inverse=True)
-        by_view = np.argsort(view_at.reshape(-1), kind="stable")
-        bounds = np.cumsum(np.bincount(view_at.reshape(-1), minlength=view_ids.shape[0]))
+        view_at = self.view_of[states]
+        by_view = np.argsort(view_at, kind="stable")
+        # Where each view's entries start in `by_view` (view ids are >= 0), then the end.
+        starts = np.flatnonzero(np.diff(view_at[by_view], prepend=-1))
+        bounds = np.append(starts, view_at.shape[0]).tolist()
         region_at = self.region_of[states]
         views: list[_RoleView] = []
         run_entry, run_view, run_a, run_b, run_state = [], [], [], [], []
         exit_entry, exit_node, exit_state = [], [], []
-        for k in range(view_ids.shape[0]):
-            members = by_view[(bounds[k - 1] if k else 0) : bounds[k]]
+        for k in range(len(bounds) - 1):
+            members = by_view[bounds[k] : bounds[k + 1]]
             shape = int(states[members[0]])
             view = self._walk(
                 self.regions[int(self.region_of[shape])], int(self.role_of[shape]), depth

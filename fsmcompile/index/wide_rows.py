@@ -7,10 +7,22 @@ a 64-bit hash per row and a check against each class's first member costs millis
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import numpy.typing as npt
 
 _CHUNK_ROWS = 1 << 15  # rows per pass: keeps the temporaries in cache
+
+
+@functools.lru_cache(maxsize=256)
+def _multipliers(width: int) -> npt.NDArray[np.uint64]:
+    """Odd random 64-bit factors per column, the same on every call (read-only): seeding
+    a generator cost more than hashing the few hundred rows of a typical call."""
+    rng = np.random.default_rng(0x5EED)
+    mult = rng.integers(1, 2**63, size=width, dtype=np.uint64) | np.uint64(1)
+    mult.flags.writeable = False
+    return mult
 
 
 def unique_wide_rows(
@@ -26,9 +38,7 @@ def unique_wide_rows(
     """
     if keys is None:
         keys = np.zeros((rows.shape[0], 0), dtype=np.uint64)
-    rng = np.random.default_rng(0x5EED)
-    width = keys.shape[1] + rows.shape[1]
-    mult = rng.integers(1, 2**63, size=width, dtype=np.uint64) | np.uint64(1)
+    mult = _multipliers(keys.shape[1] + rows.shape[1])
     hashed = np.empty(rows.shape[0], dtype=np.uint64)
     for lo in range(0, rows.shape[0], _CHUNK_ROWS):
         hi = lo + _CHUNK_ROWS
