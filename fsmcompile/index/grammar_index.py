@@ -305,6 +305,22 @@ def _sorted_unique(values: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     )
 
 
+def _set_bits_of_rows(
+    rows: npt.NDArray[np.uint64], width: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """(row, bit) of every set bit below `width` in uint64 bitset rows, by row then bit.
+
+    Only the nonzero words are unpacked: a group's origins are a few words of a bitset
+    thousands of lexer states wide, and unpacking whole rows was most of the cost."""
+    row, word = np.nonzero(rows)
+    values = np.ascontiguousarray(rows[row, word], dtype="<u8")
+    flags = np.unpackbits(values.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
+    at, bit = np.nonzero(flags)
+    column = word[at] * 64 + bit
+    keep = column < width
+    return row[at][keep].astype(np.int64), column[keep].astype(np.int64)
+
+
 def _groups(
     records: WalkRecords,
     state_xset: npt.NDArray[np.int32],
@@ -361,9 +377,7 @@ def _groups(
     # Entries: (origin, group) pairs from each group's origin bitset, sorted by origin.
     words = records.origins.shape[1]
     group_origins = np.concatenate([records.origins[first], stays.origins(words)])
-    origin_bytes = np.ascontiguousarray(group_origins).view(np.uint8)
-    flags = np.unpackbits(origin_bytes, axis=1, bitorder="little")[:, :num_origins]
-    entry_group, entry_origin = np.nonzero(flags)
+    entry_group, entry_origin = _set_bits_of_rows(group_origins, num_origins)
     order = np.lexsort((entry_group, entry_origin))
     entry_group, entry_origin = entry_group[order], entry_origin[order]
     return {

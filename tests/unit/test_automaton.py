@@ -505,9 +505,7 @@ def test_prune_rules_keeps_unpruned_subtrees_as_the_same_objects() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(
-    st.lists(st.text(alphabet="ab\"é€😀\ud800", min_size=0, max_size=6), min_size=1, max_size=4)
-)
+@given(st.lists(st.text(alphabet='ab"é€😀\ud800', min_size=0, max_size=6), min_size=1, max_size=4))
 def test_build_dfa_literal_runs_give_the_automaton_of_their_characters(pieces: list[str]) -> None:
     import fsmcompile.automaton.build as build_module
 

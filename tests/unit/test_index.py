@@ -145,3 +145,19 @@ def test_index_string_regions_match_brute_force(gpt2: Vocabulary) -> None:
     index = build_token_index(dfa, gpt2, kind="regex", spec_hash="t")
     region_states = sorted({int(s) for r in regions for s in r.states[:4]})
     assert_index_matches_brute_force(index, states=region_states + [0])
+
+
+def test_set_bits_of_rows_lists_every_set_bit_by_row_then_bit() -> None:
+    from fsmcompile.index.grammar_index import _set_bits_of_rows
+
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        groups, width = int(rng.integers(0, 20)), int(rng.integers(1, 300))
+        flags = rng.random((groups, width)) < rng.random() * 0.2
+        packed = np.packbits(flags, axis=1, bitorder="little")
+        padded = np.zeros((groups, (width + 63) // 64 * 8), dtype=np.uint8)
+        padded[:, : packed.shape[1]] = packed
+        padded[:, -1] |= 0x80 if width % 64 else 0  # a stray bit past the width is ignored
+        row, bit = _set_bits_of_rows(padded.view("<u8"), width)
+        expected_row, expected_bit = np.nonzero(flags)
+        assert row.tolist() == expected_row.tolist() and bit.tolist() == expected_bit.tolist()
