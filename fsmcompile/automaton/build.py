@@ -160,13 +160,13 @@ class _Builder:
         property name, a literal) as one chain: gluing them one by one was a few numpy
         steps per character."""
         parts: list[Fragment] = []
-        run: list[Node] = []
+        run: list[CharSet] = []
         for item in (*items, None):
-            if item is not None and _literal_char(item):
+            if isinstance(item, CharSet) and _literal_char(item):
                 run.append(item)
                 continue
             if len(run) > 1:
-                text = "".join(chr(c.ranges[0][0]) for c in run if isinstance(c, CharSet))
+                text = "".join(chr(c.ranges[0][0]) for c in run)
                 parts.append(literal_fragment(text.encode("utf-8"), self.classes))
             else:
                 parts.extend(self.build(c) for c in run)
@@ -230,9 +230,9 @@ class _Builder:
         return result
 
 
-def _literal_char(node: Node) -> bool:
-    """Whether `node` is one character that has a UTF-8 form (not a surrogate)."""
-    if not isinstance(node, CharSet) or len(node.ranges) != 1:
+def _literal_char(charset: CharSet) -> bool:
+    """Whether `charset` is one character that has a UTF-8 form (not a surrogate)."""
+    if len(charset.ranges) != 1:
         return False
-    lo, hi = node.ranges[0]
+    lo, hi = charset.ranges[0]
     return lo == hi and not 0xD800 <= lo <= 0xDFFF

@@ -62,7 +62,9 @@ def _without(node: Node, dead: set[str], memo: dict[int, Node]) -> Node:
         items = [_without(item, dead, memo) for item in node.items]
         if isinstance(node, Alt):
             items = [i for i in items if i != NOTHING]
-        if isinstance(node, Alt) and not items or not isinstance(node, Alt) and NOTHING in items:
+        # A choice matches nothing when no option is left, a sequence when any item does.
+        matches_nothing = not items if isinstance(node, Alt) else NOTHING in items
+        if matches_nothing:
             out = NOTHING
         elif _same(items, node.items):
             # Nothing pruned below: the node itself, so sub-trees shared by identity
