@@ -40,7 +40,7 @@ from fsmcompile.index.grammar_walk import (
     walk_levels,
 )
 from fsmcompile.index.sorted_keys import concatenated_ranges
-from fsmcompile.index.wide_rows import unique_wide_rows
+from fsmcompile.index.wide_rows import unique_mask_rows, unique_wide_rows
 from fsmcompile.spec.lark.grammar import LarkGrammar, ParseTable
 from fsmcompile.vocabulary import Vocabulary
 
@@ -362,7 +362,7 @@ def _groups(
     packed = np.concatenate(
         [pack_bool_rows(allowed), stays.packed_rows(dense_patterns.tolist(), vocab.size)]
     )
-    first_row, row_of = unique_rows(packed)
+    first_row, row_of = unique_mask_rows(packed)
     masks = packed[first_row]
     row_of_pattern = np.full(pattern_sizes.shape[0], -1, dtype=np.int64)
     row_of_pattern[dense_patterns] = row_of[dense.shape[0] :]

@@ -12,6 +12,8 @@ import functools
 import numpy as np
 import numpy.typing as npt
 
+from fsmcompile.automaton.fragment import unique_rows
+
 _CHUNK_ROWS = 1 << 15  # rows per pass: keeps the temporaries in cache
 
 
@@ -64,6 +66,41 @@ def unique_wide_rows(
             _, first, inv = np.unique(both, axis=0, return_index=True, return_inverse=True)
             return first.astype(np.int64), inv.reshape(-1).astype(np.int64)
     return first.astype(np.int64), inv.astype(np.int64)
+
+
+def unique_mask_rows(
+    rows: npt.NDArray[np.int32],
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+    """`unique_rows` of packed mask rows (ids in row-byte order), sorting only the distinct
+    rows: a chunk's dense groups repeat a few score of 16 KB rows hundreds of times, and
+    sorting the repeats compared 16 KB per step (4-7 ms for 299 rows, 87 distinct).
+
+    Rows are matched by a weighted sum of their words first (odd weights, so rows one word
+    apart never collide), every repeat is checked against its first row, and any
+    collision falls back to sorting all rows.
+    """
+    if rows.shape[0] < 2:
+        return unique_rows(rows)
+    rows = np.ascontiguousarray(rows, dtype=np.int32)
+    weights = _word_weights(rows.shape[1])
+    hashed = (rows.view(np.uint32) * weights).sum(axis=1, dtype=np.uint64)
+    first, inverse = _first_and_inverse(hashed)
+    head = first[inverse]
+    repeat = np.flatnonzero(head != np.arange(rows.shape[0]))
+    if not np.array_equal(rows[repeat], rows[head[repeat]]):
+        return unique_rows(rows)
+    order_first, order_inverse = unique_rows(rows[first])
+    return first[order_first].astype(np.intp), order_inverse[inverse].astype(np.intp)
+
+
+@functools.lru_cache(maxsize=16)
+def _word_weights(width: int) -> npt.NDArray[np.uint32]:
+    """Odd random 32-bit weights per word, the same on every call (read-only)."""
+    rng = np.random.default_rng(0x5EED)
+    weights = rng.integers(0, 2**32, size=width, dtype=np.uint64).astype(np.uint32)
+    weights |= np.uint32(1)
+    weights.flags.writeable = False
+    return weights
 
 
 def _first_and_inverse(

@@ -161,3 +161,22 @@ def test_set_bits_of_rows_lists_every_set_bit_by_row_then_bit() -> None:
         row, bit = _set_bits_of_rows(padded.view("<u8"), width)
         expected_row, expected_bit = np.nonzero(flags)
         assert row.tolist() == expected_row.tolist() and bit.tolist() == expected_bit.tolist()
+
+
+@pytest.mark.parametrize("collide", [False, True])
+def test_unique_mask_rows_matches_sorting_every_row(collide: bool, monkeypatch) -> None:
+    from fsmcompile.automaton.fragment import unique_rows
+    from fsmcompile.index import wide_rows
+
+    if collide:  # every row hashes alike: the repeat check must catch it
+        monkeypatch.setattr(wide_rows, "_word_weights", lambda width: np.zeros(width, np.uint32))
+    rng = np.random.default_rng(7)
+    for _ in range(50):
+        distinct = rng.integers(-(2**31), 2**31, size=(int(rng.integers(1, 12)), 9), dtype=np.int64)
+        distinct[:, 0] = np.arange(distinct.shape[0]) % 3  # shared leading words
+        pick = rng.integers(0, distinct.shape[0], size=int(rng.integers(0, 40)))
+        rows = distinct[pick].astype(np.int32)
+        first, inverse = wide_rows.unique_mask_rows(rows)
+        expected_first, expected_inverse = unique_rows(rows)
+        assert first.tolist() == expected_first.tolist()
+        assert inverse.tolist() == expected_inverse.tolist()
