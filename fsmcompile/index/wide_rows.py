@@ -1,4 +1,4 @@
-"""Distinct rows of wide uint64 tables (origin bitsets, signatures) by hashing.
+"""Distinct rows of wide tables (origin bitsets, signatures, packed masks) by hashing.
 
 The index builders group hundreds of thousands of rows that are 10-100 words wide but take
 only a few hundred distinct values; a lexicographic unique of such rows costs seconds,
@@ -95,10 +95,8 @@ def unique_mask_rows(
 
 @functools.lru_cache(maxsize=16)
 def _word_weights(width: int) -> npt.NDArray[np.uint32]:
-    """Odd random 32-bit weights per word, the same on every call (read-only)."""
-    rng = np.random.default_rng(0x5EED)
-    weights = rng.integers(0, 2**32, size=width, dtype=np.uint64).astype(np.uint32)
-    weights |= np.uint32(1)
+    """Odd random 32-bit weights per word (the low halves of `_multipliers`), read-only."""
+    weights = _multipliers(width).astype(np.uint32)
     weights.flags.writeable = False
     return weights
 
