@@ -239,7 +239,7 @@ def string_body(
     parts = list(contents)
     if min_length == 0 and max_length is None and not parts:
         return ANY_CONTENT  # the kept node itself, not an equal copy
-    if min_length > 0 or max_length is not None or not parts:
+    if min_length > 0 or max_length is not None:
         counted = max_length is not None and max_length >= COUNTED_FROM
         repeat = CountedRepeat if counted else Repeat
         parts.append(repeat(STRING_UNIT, min_length, max_length))
