@@ -201,6 +201,60 @@ def test_branches_sharing_a_free_form_member_stay_a_grammar(vocab: Vocabulary) -
         assert allowed_all_the_way(index, vocab, text)[0] is validator.is_valid(value), text
 
 
+def test_a_branch_read_whole_beside_a_brace_followed_by_free_keys_stays_a_grammar(
+    vocab: Vocabulary,
+) -> None:
+    # The second branch has no free-form part, so it is one terminal, `{"mode":"reference",
+    # ...}`, beside the first branch's `{`. Elsewhere (the free object) a `{` is followed by
+    # any key, `"mode":` included, so a check of what follows `{` anywhere in the grammar
+    # saw a conflict. After this `{` only the first branch's keys can follow, and the check
+    # reads followers per parser state: the schema keeps its grammar.
+    free = {"type": "object"}
+    branches = [
+        {
+            "type": "object",
+            "properties": {"extra": free, "mode": {"const": "custom"}},
+            "additionalProperties": False,
+        },
+        {
+            "type": "object",
+            "properties": {"mode": {"const": "reference"}, "id": {"type": "string"}},
+            "required": ["mode", "id"],
+            "additionalProperties": False,
+        },
+    ]
+    schema = {
+        "type": "object",
+        "properties": {"free": free, "who": {"anyOf": branches}},
+        "additionalProperties": False,
+    }
+    index = compile_json_schema(schema, vocab, cache=False)
+    assert isinstance(index, GrammarIndex)
+    deep: Any = {"mode": "reference", "id": "x"}
+    for _ in range(5):
+        deep = {"mode": deep}
+    validator = jsonschema.Draft202012Validator(schema)
+    instances = [
+        {"who": {"mode": "reference", "id": "x"}},
+        {"who": {"mode": "custom"}},
+        {"who": {}},
+        {"who": {"extra": deep, "mode": "custom"}},
+        {"free": deep, "who": {"mode": "reference", "id": ""}},
+        {"free": {"mode": "reference", "id": "x"}},
+        {"who": {"mode": "reference"}},
+        {"who": {"mode": "custom", "id": "x"}},
+        {"who": {"extra": {}, "mode": "reference", "id": "x"}},
+        {"who": {"mode": "other"}},
+    ]
+    for value in instances:
+        text = compact(value)
+        assert allowed_all_the_way(index, vocab, text)[0] is validator.is_valid(value), text
+    rng = random.Random(13)
+    for text in [random_walk(index, vocab, rng) for _ in range(10)]:
+        if text is not None:
+            validator.validate(json.loads(text))
+
+
 def test_grammar_build_past_its_deadline_is_a_budget_error(monkeypatch) -> None:
     """The LALR builds (seconds each for big generated grammars) honour the deadline:
     the clock the grammar builder reads is moved past it once the terminals are built."""

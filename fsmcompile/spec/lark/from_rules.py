@@ -14,7 +14,10 @@ That lexing is exact only when the lexer's choice is forced: in each lexer conte
 terminal's string may equal or be a prefix of another terminal's string. Grammars that
 break this (overlapping `anyOf` branches around a recursive part) are refused with
 `UnsupportedFeatureError` naming a text both could start with; so are LALR conflicts,
-but for those between copies of one rule, which are merged (`_merge_twins`).
+but for those between copies of one rule, which are merged (`_merge_twins`). lark tries
+a context's terminals in order (priority, then pattern length, then name), and one that
+ends a lexeme drops those after it: where that would drop a terminal that reads on (`<`
+before `<ab>`), the dropped one gets a higher priority and the grammar is built again.
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ from fsmcompile.errors import (
     UnsupportedFeatureError,
 )
 from fsmcompile.memo import StageMemo
-from fsmcompile.spec.lark.grammar import LarkGrammar
+from fsmcompile.spec.lark.grammar import LarkGrammar, ParseTable
 
 __all__ = ["grammar_from_rules"]
 
@@ -535,9 +538,37 @@ def grammar_from_rules(
 
 
 def _grammar(writer: _Writer, start: str, deadline: float | None) -> LarkGrammar:
+    """The grammar of `writer`'s text; lexing conflicts where a terminal drops one that
+    could read on (`_LexingConflict.dropped`) are met by raising the dropped one's
+    priority, in up to `_PRIORITY_ROUNDS` more builds."""
+    text = writer.text(start)
+    ranks: dict[str, int] = {}
+    for round_ in range(_PRIORITY_ROUNDS + 1):
+        grammar, text = _lalr(writer, text, deadline)
+        try:
+            _check_contexts(grammar)
+        except _LexingConflict as exc:
+            if not exc.dropped or round_ == _PRIORITY_ROUNDS:
+                raise
+            for first, dropped in exc.dropped:
+                ranks[dropped] = max(ranks.get(dropped, 0), ranks.get(first, 0) + 1)
+            text = _with_priorities(text, ranks)
+            continue
+        logger.debug(
+            "generated grammar: %d rules, %d terminals, %d parser states",
+            len(writer.instances) + writer.helpers,
+            len(writer.generated),
+            grammar.table.num_states,
+        )
+        return grammar
+    raise AssertionError("unreachable: the last round returns or raises")
+
+
+def _lalr(writer: _Writer, text: str, deadline: float | None) -> tuple[LarkGrammar, str]:
+    """(grammar, its text) of `text` after merging the rule copies its LALR table
+    cannot tell apart."""
     from fsmcompile.spec.lark.loading import load_lark_grammar
 
-    text = writer.text(start)
     for _ in range(_MERGE_ROUNDS):
         # Each round is a whole LALR build (seconds for a thousand rules): the deadline
         # is checked between them, as lark cannot be stopped inside one.
@@ -548,8 +579,7 @@ def _grammar(writer: _Writer, start: str, deadline: float | None) -> LarkGrammar
                 value=0.0,
             )
         try:
-            grammar = load_lark_grammar(text, {"start": START}, generated=writer.generated)
-            break
+            return load_lark_grammar(text, {"start": START}, generated=writer.generated), text
         except GrammarError as exc:
             merged = _merge_twins(text, exc.reason)
             if merged is None:
@@ -559,19 +589,24 @@ def _grammar(writer: _Writer, start: str, deadline: float | None) -> LarkGrammar
                     f"{exc.reason.splitlines()[0]}"
                 ) from exc
             text = merged
-    else:
-        raise UnsupportedFeatureError(
-            "the alternatives around a recursive or free-form part still collide after "
-            f"{_MERGE_ROUNDS} rounds of merging rule copies (LALR(1))"
-        )
-    _check_contexts(grammar)
-    logger.debug(
-        "generated grammar: %d rules, %d terminals, %d parser states",
-        len(writer.instances) + writer.helpers,
-        len(writer.generated),
-        grammar.table.num_states,
+    raise UnsupportedFeatureError(
+        "the alternatives around a recursive or free-form part still collide after "
+        f"{_MERGE_ROUNDS} rounds of merging rule copies (LALR(1))"
     )
-    return grammar
+
+
+_TERMINAL_LINE = re.compile(r"^(T\d+)(?:\.\d+)?: /", re.MULTILINE)
+
+
+def _with_priorities(text: str, ranks: dict[str, int]) -> str:
+    """`text` with each ranked terminal given its rank as lark priority (lark's lexer
+    tries terminals by priority first)."""
+
+    def line(found: re.Match[str]) -> str:
+        rank = ranks.get(found.group(1), 0)
+        return f"{found.group(1)}.{rank}: /" if rank else f"{found.group(1)}: /"
+
+    return _TERMINAL_LINE.sub(line, text)
 
 
 def _terminal_names(tree: _Tree) -> Iterator[str]:
@@ -611,6 +646,10 @@ _MAX_SEQUENCE = 16
 """Symbols of one generated sequence before its end moves into a helper rule."""
 _MERGE_ROUNDS = 8
 """Rounds of `_merge_twins` before a grammar's LALR collisions count as real."""
+_PRIORITY_ROUNDS = 4
+"""Builds with raised terminal priorities (`_grammar`) before a dropped terminal counts as
+a real lexing conflict: a rank per round, and chains of terminals that each read on
+further than the last are short."""
 _COLLISION = re.compile(
     r"Reduce/Reduce collision in .*? between the following rules: ?((?:\n\t- <[^\n]*>)+)"
 )
@@ -667,11 +706,17 @@ def _check_contexts(grammar: LarkGrammar) -> None:
     against each terminal f that can follow a: if b reaches a lexeme end while f is
     still alive, or f ends while b is alive, the text is ambiguous to the lexer. Two
     terminals of one context that share a whole lexeme are always refused.
+
+    What may follow a is read per parser state: where the state shifts a, the terminals
+    of the state it goes to (an object's opening brace of one `anyOf` branch is followed
+    by that branch's keys, not by the keys of every object in the grammar); where it
+    reduces first, those of every state a shift of a can lead to.
     """
     from fsmcompile.index.grammar_index import next_contexts
 
     num_terminals = len(grammar.terminals)
-    after = next_contexts(grammar.table, num_terminals)
+    table = grammar.table
+    after = next_contexts(table, num_terminals)
     firsts: dict[int, frozenset[int]] = {}
 
     def first(t: int) -> frozenset[int]:
@@ -679,12 +724,14 @@ def _check_contexts(grammar: LarkGrammar) -> None:
             firsts[t] = _first_bytes(_dfa(grammar, t))
         return firsts[t]
 
-    follows: list[list[int]] = [
-        [
-            f
-            for f in sorted({f for c in after[t] for f in grammar.contexts[c].terminals})
-            if grammar.terminals[f].dfa is not None
-        ]
+    def lexed(terminals: Iterable[int]) -> tuple[int, ...]:
+        return tuple(t for t in terminals if grammar.terminals[t].dfa is not None)
+
+    # In the lexer's order: a terminal that ends a lexeme drops those after it.
+    in_context = [lexed(context.terminals) for context in grammar.contexts]
+    positions = [{t: i for i, t in enumerate(order)} for order in in_context]
+    anywhere_after = [
+        lexed(sorted({f for c in after[t] for f in grammar.contexts[c].terminals}))
         for t in range(num_terminals)
     ]
     keys: dict[int, bytes] = {}
@@ -700,36 +747,91 @@ def _check_contexts(grammar: LarkGrammar) -> None:
             lists[t] = _Lists.of(_dfa(grammar, t))
         return lists[t]
 
-    def conflict(a: int, b: int) -> tuple[bytes, int] | None:
+    def conflict(
+        a: int, b: int, a_first: bool, follows: tuple[int, ...]
+    ) -> tuple[bytes, int] | None:
         """`_lexing_conflict` of two terminals, each read as lists once per grammar."""
-        return _lexing_conflict(as_lists(a), as_lists(b), a == b, list(map(as_lists, follows[a])))
+        return _lexing_conflict(
+            as_lists(a), as_lists(b), a == b, a_first, list(map(as_lists, follows))
+        )
 
-    checked: set[tuple[int, int]] = set()
-    for context in grammar.contexts:
-        ids = [t for t in context.terminals if grammar.terminals[t].dfa is not None]
-        for a in ids:
-            for b in ids:
-                if (a, b) in checked or not (a == b or first(a) & first(b)):
-                    continue
-                checked.add((a, b))
-                # Memoized by content: the any-JSON terminals meet each other the same
-                # way in every schema with free-form members.
-                memo_key = (key(a), key(b), b"same" if a == b else b"", *map(key, follows[a]))
-                found = _conflicts.get_or_make(memo_key, partial(conflict, a, b))
-                if found is not None:
-                    witness, follower = found
-                    involved = [a, b] + ([follows[a][follower]] if follower >= 0 else [])
-                    raise _LexingConflict(
-                        witness.decode("utf-8", "replace"),
-                        frozenset(grammar.terminals[t].name for t in involved),
-                    )
+    checked: set[tuple[int, int, bool, tuple[int, ...]]] = set()
+    dropped: dict[tuple[int, int], bytes] = {}  # (first, dropped) -> witness
+    for context, a, follows in _lexing_places(table, num_terminals, in_context, anywhere_after):
+        if grammar.terminals[a].dfa is None:
+            continue
+        position = positions[context]
+        for b in in_context[context]:
+            a_first = position[a] < position[b]
+            if (a, b, a_first, follows) in checked or not (a == b or first(a) & first(b)):
+                continue
+            checked.add((a, b, a_first, follows))
+            # Memoized by content: the any-JSON terminals meet each other the same
+            # way in every schema with free-form members.
+            memo_key = (
+                key(a),
+                key(b),
+                b"same" if a == b else b"first" if a_first else b"",
+                *map(key, follows),
+            )
+            found = _conflicts.get_or_make(memo_key, partial(conflict, a, b, a_first, follows))
+            if found is None:
+                continue
+            witness, follower = found
+            if follower == DROPPED:
+                dropped.setdefault((a, b), witness)
+                continue
+            involved = [a, b] + ([follows[follower]] if follower >= 0 else [])
+            raise _LexingConflict(
+                witness.decode("utf-8", "replace"),
+                frozenset(grammar.terminals[t].name for t in involved),
+            )
+    if dropped:
+        (a, b), witness = next(iter(dropped.items()))
+        name = [t.name for t in grammar.terminals]
+        raise _LexingConflict(
+            witness.decode("utf-8", "replace"),
+            frozenset((name[a], name[b])),
+            tuple((name[a], name[b]) for a, b in dropped),
+        )
+
+
+def _lexing_places(
+    table: ParseTable,
+    num_terminals: int,
+    in_context: list[tuple[int, ...]],
+    anywhere_after: list[tuple[int, ...]],
+) -> list[tuple[int, int, tuple[int, ...]]]:
+    """The distinct (lexer context, terminal a read in it, terminals that may follow a
+    there) of the parser states, in state order."""
+    action = table.action[:, :num_terminals]
+    state, terminal = np.nonzero(action)
+    act = action[state, terminal].astype(np.int64)
+    target_context = np.where(act > 0, table.context_of_state[np.maximum(act - 1, 0)], -1).astype(
+        np.int64
+    )
+    places = np.stack(
+        [table.context_of_state[state].astype(np.int64), terminal.astype(np.int64), target_context],
+        axis=1,
+    )
+    _, first_at = np.unique(places, axis=0, return_index=True)
+    out = []
+    for context, a, target in places[np.sort(first_at)].tolist():
+        follows = anywhere_after[a] if target < 0 else in_context[target]
+        out.append((context, a, follows))
+    return out
 
 
 class _LexingConflict(UnsupportedFeatureError):
     """Two terminals of a lexer context overlap (`_check_contexts`); `terminals` names
     them and the follower that showed it."""
 
-    def __init__(self, witness: str, terminals: frozenset[str]) -> None:
+    def __init__(
+        self,
+        witness: str,
+        terminals: frozenset[str],
+        dropped: tuple[tuple[str, str], ...] = (),
+    ) -> None:
         super().__init__(
             f"two alternatives at one place can both read {witness!r}, so a lexer "
             "cannot tell where one lexeme ends; the anyOf/oneOf branches or "
@@ -737,18 +839,27 @@ class _LexingConflict(UnsupportedFeatureError):
             features=[("", "overlapping alternatives")],
         )
         self.terminals = terminals
+        self.dropped = dropped
+        """(first, dropped): pairs where the lexer drops a terminal that could read on,
+        because the first comes before it and ends a lexeme there; the only conflicts
+        found when not empty."""
 
+
+DROPPED = -2
+"""`_lexing_conflict`'s follower index for a terminal the lexer drops."""
 
 _conflicts: StageMemo[tuple[bytes, ...], tuple[bytes, int] | None] = StageMemo(8192)
 """Lexing-conflict witnesses by the automata's content (`dfa_key`)."""
 
 
 def _lexing_conflict(
-    a: _Lists, b: _Lists, same: bool, follows: list[_Lists]
+    a: _Lists, b: _Lists, same: bool, first: bool, follows: list[_Lists]
 ) -> tuple[bytes, int] | None:
     """A text showing that lexing a then a follower is ambiguous with lexing b (see
-    `_check_contexts`) and the index of that follower in `follows` (-1 when a and b
-    share a whole lexeme), or None."""
+    `_check_contexts`) and the index of that follower in `follows`, or None. The index
+    is -1 when a and b share a whole lexeme, and `DROPPED` when a comes `first` in the
+    context's order and ends a lexeme where b goes on: the lexer then drops b, so b's
+    longer lexemes are never read."""
     tails: dict[tuple[int, int], bytes | None] = {}  # (b's state, follower) -> its witness
     steps: dict[int, _Steps] = {}  # follower -> b's steps with it
     for u, v, parent in _pairs(a, b, (0, 0), _lazy_steps(a, b)):
@@ -756,6 +867,8 @@ def _lexing_conflict(
             continue
         if not same and b.accepting[v]:
             return _spell(parent, (u, v)), -1
+        if not same and first:
+            return _spell(parent, (u, v)), DROPPED
         for i, f in enumerate(follows):
             if (v, i) not in tails:
                 if i not in steps:
