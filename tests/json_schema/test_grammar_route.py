@@ -429,3 +429,30 @@ def test_the_key_of_extra_members_stays_with_its_comma_and_quotes() -> None:
     writer = from_rules._Writer({ROOT_RULE: node, **rules}, 200_000, None)
     assert writer.split_terminals == set()
     from_rules._grammar(writer, ROOT_RULE, None)  # no lexing conflict to retry from
+
+
+def test_a_drop_no_priority_can_mend_is_refused_at_once(monkeypatch) -> None:
+    """`<` is tried before `<a>` and drops it; tried first instead, `<a>` would swallow
+    the `<` `a` that the other reading needs next. Raising its priority cannot help, so
+    the grammar is refused after its first build, not rebuilt to find that out."""
+    from fsmcompile.automaton.ir import Alt, Ref, literal, seq
+    from fsmcompile.errors import UnsupportedFeatureError
+    from fsmcompile.spec.lark import from_rules, loading
+
+    builds: list[str] = []
+    load = loading.load_lark_grammar
+
+    def counted(text: str, *args: Any, **kwargs: Any) -> Any:
+        builds.append(text)
+        return load(text, *args, **kwargs)
+
+    monkeypatch.setattr(loading, "load_lark_grammar", counted)
+    rules = {
+        "s": Alt(
+            (seq(literal("<"), Ref("s"), literal(">")), seq(literal("["), Ref("r"), literal("]")))
+        ),
+        "r": Alt((seq(literal("<"), Ref("r"), literal(">")), literal("<a>"), literal("a"))),
+    }
+    with pytest.raises(UnsupportedFeatureError, match="can both read '<a'"):
+        from_rules.grammar_from_rules(rules, "s")
+    assert len(builds) == 1

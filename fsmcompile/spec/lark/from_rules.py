@@ -755,6 +755,19 @@ def _check_contexts(grammar: LarkGrammar) -> None:
             as_lists(a), as_lists(b), a == b, a_first, list(map(as_lists, follows))
         )
 
+    def found_for(
+        a: int, b: int, a_first: bool, follows: tuple[int, ...]
+    ) -> tuple[bytes, int] | None:
+        # Memoized by content: the any-JSON terminals meet each other the same way in
+        # every schema with free-form members.
+        memo_key = (
+            key(a),
+            key(b),
+            b"same" if a == b else b"first" if a_first else b"",
+            *map(key, follows),
+        )
+        return _conflicts.get_or_make(memo_key, partial(conflict, a, b, a_first, follows))
+
     checked: set[tuple[int, int, bool, tuple[int, ...]]] = set()
     dropped: dict[tuple[int, int], bytes] = {}  # (first, dropped) -> witness
     for context, a, follows in _lexing_places(table, num_terminals, in_context, anywhere_after):
@@ -766,21 +779,17 @@ def _check_contexts(grammar: LarkGrammar) -> None:
             if (a, b, a_first, follows) in checked or not (a == b or first(a) & first(b)):
                 continue
             checked.add((a, b, a_first, follows))
-            # Memoized by content: the any-JSON terminals meet each other the same
-            # way in every schema with free-form members.
-            memo_key = (
-                key(a),
-                key(b),
-                b"same" if a == b else b"first" if a_first else b"",
-                *map(key, follows),
-            )
-            found = _conflicts.get_or_make(memo_key, partial(conflict, a, b, a_first, follows))
+            found = found_for(a, b, a_first, follows)
+            if found is not None and found[1] == DROPPED:
+                # Raising b above a helps only if b, read first, cuts no text wrongly.
+                again = found_for(a, b, False, follows)
+                if again is None and (b, a) not in dropped:
+                    dropped.setdefault((a, b), found[0])
+                    continue
+                found = again or found
             if found is None:
                 continue
             witness, follower = found
-            if follower == DROPPED:
-                dropped.setdefault((a, b), witness)
-                continue
             involved = [a, b] + ([follows[follower]] if follower >= 0 else [])
             raise _LexingConflict(
                 witness.decode("utf-8", "replace"),
