@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
+import jsonschema
 import pytest
 
 from fsmcompile.automaton.ir import And, nodes
@@ -91,6 +93,43 @@ def test_overlapping_pattern_properties_are_exact(accepts) -> None:
     assert not check({"links": 1}) and not check({"relationships": {}})
     assert not check({"-dash": 1}) and not check({"a b": 1})
     assert not check(Raw('{"\\u006cinks":1}'))  # "links" in disguise
+
+
+def test_a_key_matching_each_parts_pattern_is_exempt_from_their_additional_properties(
+    accepts,
+) -> None:
+    # Each allOf part closes the object to its own pattern: a key must contain both a
+    # and b, and such a key is extra to neither part. Every part's additionalProperties
+    # used to apply to every pattern key of the other parts, which refused them all.
+    closed_to = [
+        {"patternProperties": {letter: True}, "additionalProperties": False} for letter in "ab"
+    ]
+    schema = {"type": "object", "allOf": closed_to, "minProperties": 1}
+    check = accepts(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    values: list[Any] = [{"ab": 1}, {"ba": [], "xaxb": {}}, {"a": 1}, {"b": 1}, {}, {"x": 1}]
+    values += [{"ab": 1, "a": 2}]
+    for value in values:
+        assert check(value) is validator.is_valid(value), value
+    # JSONSchemaBench Handwritten/allOfPProp1: at least four keys, none of 1-3 characters.
+    short = {"patternProperties": {"^.{1,3}$": False}, "additionalProperties": True}
+    schema = {"type": "object", "allOf": [short, *closed_to], "minProperties": 4}
+    check = accepts(schema)
+    assert check({"abcd": 1, "abce": 2, "abcf": 3, "abcg": [4]})
+    assert not check({"abcd": 1, "abce": 2, "abcf": 3})
+    assert not check({"abcd": 1, "abce": 2, "abcf": 3, "ab": 4})
+
+
+def test_a_key_matching_several_patterns_of_one_part_satisfies_each(accepts) -> None:
+    schema = {
+        "type": "object",
+        "patternProperties": {"^a": {"type": "integer"}, "b$": {"minimum": 2}},
+        "additionalProperties": {"type": "string"},
+    }
+    check = accepts(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    for value in ({"ab": 2}, {"ab": 1}, {"ax": 1}, {"xb": 1.5}, {"xb": "s"}, {"x": "s"}, {"x": 1}):
+        assert check(value) is validator.is_valid(value), value
 
 
 def test_property_names_and_counts(accepts) -> None:

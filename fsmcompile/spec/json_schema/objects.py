@@ -9,15 +9,18 @@ which accepts exactly the comma placements of a JSON object and counts members f
 syntax.py). When the first listed property is required, the first member is known and
 the plain chain is exact on its own.
 
-Approximations, all sound (documented): an extra key whose value is constrained by
-several `patternProperties` or by `additionalProperties` must satisfy every schema
-whose pattern might also match it, since the IR has no complement to say "matches P
-but not Q"; duplicate extra keys are not prevented (a relaxation: see the docs).
+Extra keys are split by the set of `patternProperties` they match (the IR says "matches
+P but not Q" through pattern complements), so each gets exactly the schemas of its
+patterns, or `additionalProperties` of the parts it matches no pattern of. Past
+`_MAX_OVERLAPPING` patterns overlapping one, the split is replaced by a sound
+approximation (documented); duplicate extra keys are not prevented (a relaxation: see
+the docs).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import combinations
 from typing import TYPE_CHECKING
 
 from fsmcompile.automaton.ir import EMPTY, NOTHING, Alt, And, Node, Repeat, alt, optional, seq
@@ -56,6 +59,10 @@ OBJECT_KEYWORDS = frozenset(
     }
 )
 
+
+_MAX_OVERLAPPING = 3
+"""Most patterns that may match a key together with another, per pattern, for which the
+extra keys are split exactly by the patterns they match (one alternative per subset)."""
 
 EXPANSION_LIMIT = 24
 """Most member copies the per-first-member expansion may make before the object is
@@ -125,21 +132,42 @@ def _extras(
     contents = [lw.pattern_content(p, "patternProperties", pattern) for p, pattern, _ in patterns]
     negated = [lw.pattern_complement(pattern) for _, pattern, _ in patterns]
     out: list[tuple[Node, Lowered]] = []
+    seen: set[frozenset[int]] = set()
     for i, (part, pattern, loc) in enumerate(patterns):
-        found = contents[i]
-        content: list[Node] = [found] if found is not None else []
         overlapping = [
             j
             for j, (_, other, _) in enumerate(patterns)
             if j != i and not lw.patterns_disjoint(pattern, other)
         ]
-        others_addl = [a for p, a in additional if p is not part]
-        locs = [loc, *(patterns[j][2] for j in overlapping), *others_addl]
-        out.append((_intersect([base, *content, *name_contents]), lw.lower_all(locs)))
-        exclusions = [negated[j] for j in overlapping]
-        if overlapping and all(n is not None for n in exclusions):
-            key = _intersect([base, *content, *name_contents, *(n for n in exclusions if n)])
-            out.append((key, lw.lower_all([loc, *others_addl])))
+        if len(overlapping) > _MAX_OVERLAPPING or any(negated[j] is None for j in overlapping):
+            # Sound, not exact: every schema whose pattern might match, and every other
+            # part's additionalProperties, though a key that matches one of that part's
+            # patterns is exempt from it.
+            others_addl = [a for p, a in additional if p is not part]
+            locs = [loc, *(patterns[j][2] for j in overlapping), *others_addl]
+            key = _intersect([base, *_present([contents[i]]), *name_contents])
+            out.append((key, lw.lower_all(locs)))
+            continue
+        # Exact: one alternative per set of overlapping patterns the key also matches.
+        for size in range(len(overlapping), -1, -1):
+            for matched in combinations(overlapping, size):
+                signature = frozenset((i, *matched))
+                if signature in seen:
+                    continue
+                seen.add(signature)
+                unmatched = [negated[j] for j in overlapping if j not in matched]
+                key = _intersect(
+                    [
+                        base,
+                        *_present([contents[j] for j in sorted(signature)]),
+                        *name_contents,
+                        *_present(unmatched),
+                    ]
+                )
+                owners = {id(patterns[j][0]) for j in signature}
+                locs = [patterns[j][2] for j in sorted(signature)]
+                locs += [a for p, a in additional if id(p) not in owners]
+                out.append((key, lw.lower_all(locs)))
     if all(n is not None for n in negated):
         key = _intersect([base, *(n for n in negated if n is not None), *name_contents])
         generic = [a for _, a in additional]
@@ -148,6 +176,10 @@ def _extras(
         generic = [loc for _, _, loc in patterns] + [a for _, a in additional]
     out.append((key, lw.lower_all(generic)))
     return [(key, value) for key, value in out if not value.empty and key is not NOTHING]
+
+
+def _present(nodes: list[Node | None]) -> list[Node]:
+    return [n for n in nodes if n is not None]
 
 
 def _intersect(items: list[Node]) -> Node:
