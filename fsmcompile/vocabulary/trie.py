@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -47,7 +48,7 @@ class TokenTrie:
     child_hi: npt.NDArray[np.int64]
     token_ids: npt.NDArray[np.int64]
     token_node: npt.NDArray[np.int32]
-    _derived: dict[str, tuple[npt.NDArray[np.int64], ...]] = field(
+    _derived: dict[str, tuple[npt.NDArray[Any], ...]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
 
@@ -81,8 +82,8 @@ class TokenTrie:
         return parent, self.level_nodes[pos].astype(np.int64)
 
     def _kept(
-        self, key: str, make: Callable[[], tuple[npt.NDArray[np.int64], ...]]
-    ) -> tuple[npt.NDArray[np.int64], ...]:
+        self, key: str, make: Callable[[], tuple[npt.NDArray[Any], ...]]
+    ) -> tuple[npt.NDArray[Any], ...]:
         """Arrays derived from the trie: made on first use, kept read-only."""
         found = self._derived.get(key)
         if found is None:
@@ -124,6 +125,16 @@ class TokenTrie:
 
         parent_at, position = self._kept("level_parents", make)
         return parent_at, position
+
+    def token_node_flags(self) -> npt.NDArray[np.bool_]:
+        """bool[N]: whether some token's bytes end at each node (computed once, read-only)."""
+
+        def make() -> tuple[npt.NDArray[np.bool_]]:
+            flags = np.zeros(self.num_nodes, dtype=np.bool_)
+            flags[self.token_node] = True
+            return (flags,)
+
+        return self._kept("token_node_flags", make)[0]
 
     def token_first_bytes(self) -> npt.NDArray[np.int64]:
         """int64[T]: the first byte of each trie token (computed once, read-only).
