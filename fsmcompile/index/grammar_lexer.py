@@ -499,8 +499,14 @@ class _LexerTable:
         self.starts.append(start if start >= 0 else self.add(-1, -1, -1))
 
     def finish(
-        self, class_of_byte: npt.NDArray[np.int32], deadline: float | None
+        self,
+        class_of_byte: npt.NDArray[np.int32],
+        deadline: float | None,
+        *,
+        trimmed: bool = False,
     ) -> LexerAutomaton:
+        """The automaton, trimmed (unless `trimmed` says every state is co-reachable
+        already) and minimized."""
         trans = np.array(self.rows, dtype=np.int32).reshape(len(self.rows), self.num_classes)
         char_start = np.zeros(trans.shape, dtype=np.bool_)
         for sid, flags in self.char_starts.items():
@@ -513,6 +519,7 @@ class _LexerTable:
             np.array(self.restart, dtype=np.int32),
             (np.array(self.bounds, dtype=np.int32), char_start),
             deadline,
+            trimmed=trimmed,
         )
 
 
@@ -809,7 +816,9 @@ def _build_lexer_from_dfas(
                 if moved:
                     column_target[column] = intern(cut(moved), p_ctx, pending)
             table.rows[sid] = list(map(column_target.__getitem__, columns))
-    return table.finish(class_of_byte, deadline)
+    # Every state reaches a label: its first thread is never cut (only threads after an
+    # accepting one are), and it reaches an accepting state of its minimal automaton.
+    return table.finish(class_of_byte, deadline, trimmed=True)
 
 
 def _dfa_byte_classes(automata: list[ByteDFA]) -> tuple[npt.NDArray[np.int32], list[int]]:
@@ -834,13 +843,19 @@ def _finish(
     restart: npt.NDArray[np.int32],
     counting: tuple[npt.NDArray[np.int32], npt.NDArray[np.bool_]],
     deadline: float | None,
+    *,
+    trimmed: bool = False,
 ) -> LexerAutomaton:
-    """Trim states that can never be cut into a lexeme, then merge equal futures (and
-    equal counting: bound and counted moves are part of a state's output)."""
-    live = label >= 0
-    live[starts] = True  # a context's start stays even when no lexeme can begin there
-    live = _co_reachable(trans, live)
-    trans = np.where((trans >= 0) & live[np.maximum(trans, 0)], trans, -1).astype(np.int32)
+    """Trim states that can never be cut into a lexeme (unless `trimmed`), then merge
+    equal futures (and equal counting: bound and counted moves are part of a state's
+    output)."""
+    if trimmed:
+        live = np.ones(label.shape[0], dtype=np.bool_)
+    else:
+        live = label >= 0
+        live[starts] = True  # a context's start stays even when no lexeme can begin there
+        live = _co_reachable(trans, live)
+        trans = np.where((trans >= 0) & live[np.maximum(trans, 0)], trans, -1).astype(np.int32)
     bound, char_start = counting
     output = (label.astype(np.int64) + 1) * 65536 + (restart.astype(np.int64) + 1)
     if (bound >= 0).any():
