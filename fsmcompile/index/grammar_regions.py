@@ -29,11 +29,12 @@ from fsmcompile.index.wide_rows import unique_wide_rows
 from fsmcompile.vocabulary import Vocabulary
 
 MAX_SERVED_DEPTH = 4
-"""Entries deeper than this are walked: their subtrees are small, and each served depth
-costs one walk of the whole trie below it per region shape (about 24 ms with Llama 3),
-cached per tokenizer. Serving down to depth 16 cost a fresh process 75 such walks for
-Github_ultra/o4826 (6.4 s to compile, 5.8 s at depth 4), and warm compiles of typical
-schemas were 2% slower; the groups an index ends with barely change (-2%)."""
+"""Entries deeper than this are walked: their subtrees are small, and every served depth
+widens the one walk of the trie each region shape costs (all depths in one pass,
+`role_functions.py`: 60-120 ms per shape with Llama 3, cached per tokenizer). Serving
+down to depth 16 cost a fresh process 75 per-depth walks for Github_ultra/o4826 (6.4 s
+to compile, 5.8 s at depth 4), and warm compiles of typical schemas were 2% slower; the
+groups an index ends with barely change (-2%)."""
 KEPT_ROWS = 1024
 """Packed rows kept per vocabulary (16 KiB each at 128k tokens, 16 MiB in all): schemas
 of one family meet the same slices again, and the bound keeps a server's memory flat."""
@@ -240,7 +241,7 @@ class RegionServer:
         key = (region.shape_key, role, depth)
         view = views.get(key)
         if view is None:
-            walk = walk_roles(region, self.vocab, depth)
+            walk = walk_roles(region, self.vocab, depth, up_to=MAX_SERVED_DEPTH)
             ends = walk.end_role[:, role]
             inside = np.flatnonzero(ends >= 0)
             inside_top = self._ancestors(depth, self._token_node[inside])

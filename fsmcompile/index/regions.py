@@ -21,6 +21,7 @@ import numpy.typing as npt
 
 from fsmcompile.automaton.dfa import ByteDFA
 from fsmcompile.automaton.fragment import distinct_targets
+from fsmcompile.index.role_functions import RoleWalk, walk_role_functions
 from fsmcompile.index.walk import SinkEvents
 from fsmcompile.vocabulary import Vocabulary
 
@@ -171,70 +172,25 @@ def find_regions(dfa: ByteDFA, barred: npt.NDArray[np.bool_] | None = None) -> l
     return regions
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class RoleWalk:
-    """What every trie token does inside one region shape, from every role, when the
-    region is entered at one trie depth (0: a token starts in it).
-
-    Attributes:
-        end_role: int8[T, m], the role token t ends in when it is in role r at its
-            depth-`depth` node; -1 if it leaves the region or dies (or is not deeper).
-        exit_node / exit_sink / exit_role: int64[E], a token leaves the anchor through
-            exit `exit_sink` at trie node `exit_node` (whose byte was the exit byte),
-            having been in role `exit_role` at depth `depth`.
-    """
-
-    end_role: npt.NDArray[np.int8]
-    exit_node: npt.NDArray[np.int64]
-    exit_sink: npt.NDArray[np.int64]
-    exit_role: npt.NDArray[np.int64]
-
-
-def walk_roles(region: Region, vocab: Vocabulary, depth: int = 0) -> RoleWalk:
+def walk_roles(region: Region, vocab: Vocabulary, depth: int = 0, *, up_to: int = 0) -> RoleWalk:
     """Walk the trie below `depth` through a region's shape from all roles at once (cached).
 
     A grammar lexer needs more than liveness: the state a token stops in decides which
     terminals its lexeme can still become, so the walk keeps each token's end role. A
     grammar also enters a region mid-token (after an opening quote), hence the depth.
-    Cost: one level-by-level walk over the nodes some role keeps alive, m roles wide.
+    The walks of every depth from 0 to `max(depth, up_to)` are made in one pass and
+    cached together (`role_functions.walk_role_functions`).
     """
     cache: dict[tuple[str, int], RoleWalk] = vocab.__dict__.setdefault("_shape_role_walks", {})
     found = cache.get((region.shape_key, depth))
     if found is not None:
         return found
-    trie = vocab.trie
-    num_roles = int(region.states.shape[0])
-    # One dead row at the end: role -1 indexes it and stays dead.
-    step = np.vstack([region.table, np.full((1, 256), -1, dtype=np.int32)]).astype(np.int16)
-    role_at = np.full((trie.num_nodes, num_roles), -1, dtype=np.int8)
-    level = trie.level_nodes[trie.level_offsets[depth] : trie.level_offsets[depth + 1]]
-    node = level.astype(np.int64)
-    roles = np.broadcast_to(np.arange(num_roles, dtype=np.int16), (node.shape[0], num_roles))
-    exit_node, exit_sink, exit_role = [], [], []
-    while node.shape[0]:
-        parent, child = trie.children(node)
-        if child.shape[0] == 0:
-            break
-        nxt = step[roles[parent], trie.node_byte[child][:, None]]
-        left = nxt >= num_roles
-        if left.any():
-            at, role = np.nonzero(left)
-            exit_node.append(child[at])
-            exit_sink.append(nxt[at, role].astype(np.int64) - num_roles)
-            exit_role.append(role.astype(np.int64))
-            nxt[left] = -1
-        alive = (nxt >= 0).any(axis=1)
-        node, roles = child[alive], nxt[alive]
-        role_at[node] = roles
-    empty = np.zeros(0, dtype=np.int64)
-    walk = RoleWalk(
-        end_role=role_at[trie.token_node],
-        exit_node=np.concatenate(exit_node) if exit_node else empty,
-        exit_sink=np.concatenate(exit_sink) if exit_sink else empty,
-        exit_role=np.concatenate(exit_role) if exit_role else empty,
+    walks = walk_role_functions(
+        region.table, int(region.states.shape[0]), vocab.trie, max(depth, up_to)
     )
-    cache[(region.shape_key, depth)] = walk
-    return walk
+    for d, walk in enumerate(walks):
+        cache.setdefault((region.shape_key, d), walk)
+    return cache[(region.shape_key, depth)]
 
 
 def walk_shape(region: Region, vocab: Vocabulary) -> ShapeWalk:
