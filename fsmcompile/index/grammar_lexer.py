@@ -40,6 +40,7 @@ from fsmcompile.automaton.ir import (
 )
 from fsmcompile.automaton.utf8 import utf8_sequences
 from fsmcompile.errors import BudgetExceededError, UnsupportedFeatureError
+from fsmcompile.index.edge_rounds import EdgeRounds
 from fsmcompile.index.sorted_keys import positions_of
 from fsmcompile.spec.lark.grammar import LarkGrammar, Terminal
 
@@ -232,7 +233,7 @@ def _moore_minimize(
     Each round splits blocks by (block, block of each move's target). There are as many
     rounds as the longest string telling two states apart (a hundred for a long literal),
     so a round reads the moves as an edge list (most states have a few of the C columns)
-    and hashes them (`_MooreRound`), the hashes naming the blocks of the next round. Equal
+    and hashes them (`EdgeRounds`), the hashes naming the blocks of the next round. Equal
     signatures always hash alike, so only a collision could merge states wrongly: the
     final partition is checked once to be closed under the moves (then it is the
     coarsest), and rebuilt by sorting whole signatures if not. Blocks are numbered by
@@ -240,7 +241,7 @@ def _moore_minimize(
     _, out = np.unique(output, return_inverse=True)
     out = out.reshape(-1).astype(np.int64)
     count = int(out.max(initial=-1)) + 1
-    rounds = _MooreRound(trans)
+    rounds = EdgeRounds(trans)
     block = out.astype(np.uint64)
     while True:
         _check_minimize_deadline(deadline)
@@ -252,7 +253,7 @@ def _moore_minimize(
     _, cls = np.unique(block, return_inverse=True)
     cls = cls.reshape(-1).astype(np.int64)
     if not rounds.closed(out, cls, count):
-        cls = rounds.sorted_rounds(out, deadline)
+        cls = _sorted_rounds(trans, out, deadline)
     _, first = np.unique(cls, return_index=True)
     rank = np.empty(first.shape[0], dtype=np.int64)
     rank[np.argsort(first, kind="stable")] = np.arange(first.shape[0])
@@ -266,57 +267,20 @@ def _check_minimize_deadline(deadline: float | None) -> None:
         )
 
 
-class _MooreRound:
-    """Refinement rounds over a transition table's moves, as an edge list."""
-
-    def __init__(self, trans: npt.NDArray[np.int32]) -> None:
-        self.trans = trans
-        self.source, self.column = np.nonzero(trans >= 0)  # sorted by source
-        self.target = trans[self.source, self.column].astype(np.int64)
-        rng = np.random.default_rng(0x5EED)
-        weights = rng.integers(1, 2**63, size=trans.shape[1] + 2, dtype=np.uint64) | np.uint64(1)
-        self.edge_weight = weights[self.column]
-        self.own_weight, self.mix = weights[-2], weights[-1]
-        # Edges of state s are source[ends[s]:ends[s + 1]].
-        self.ends = np.searchsorted(self.source, np.arange(trans.shape[0] + 1))
-        self.degree = np.diff(self.ends)
-
-    def hashed(self, block: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
-        """A hash of each state's (block, blocks of its moves' targets by column)."""
-        term = (block[self.target] + np.uint64(1)) * self.edge_weight
-        term ^= term >> np.uint64(29)
-        term *= self.mix
-        summed = np.concatenate([np.zeros(1, dtype=np.uint64), np.cumsum(term, dtype=np.uint64)])
-        hashed: npt.NDArray[np.uint64] = summed[self.ends[1:]] - summed[self.ends[:-1]]
-        hashed += (block + np.uint64(1)) * self.own_weight
-        return hashed
-
-    def closed(self, out: npt.NDArray[np.int64], cls: npt.NDArray[np.int64], count: int) -> bool:
-        """Whether the partition `cls` refines `out` and is closed under the moves: every
-        state has the output, the degree and, column by column, the targets' classes of
-        one chosen member of its class."""
-        member = np.empty(count, dtype=np.int64)
-        member[cls] = np.arange(cls.shape[0])
-        mine = member[cls]
-        if not (np.array_equal(out, out[mine]) and np.array_equal(self.degree, self.degree[mine])):
-            return False
-        theirs = self.trans[mine[self.source], self.column]
-        return bool((theirs >= 0).all() and np.array_equal(cls[theirs], cls[self.target]))
-
-    def sorted_rounds(
-        self, out: npt.NDArray[np.int64], deadline: float | None
-    ) -> npt.NDArray[np.int64]:
-        """The exact refinement, sorting whole signature rows each round (after a hash
-        collision)."""
-        block, count = out, int(out.max(initial=-1)) + 1
-        while True:
-            _check_minimize_deadline(deadline)
-            nxt = np.where(self.trans >= 0, block[np.maximum(self.trans, 0)], -1)
-            signature = np.concatenate([block[:, None], nxt], axis=1).astype(np.int32)
-            first, cls = unique_rows(signature)
-            if first.shape[0] == count:
-                return block
-            block, count = cls.astype(np.int64), int(first.shape[0])
+def _sorted_rounds(
+    trans: npt.NDArray[np.int32], out: npt.NDArray[np.int64], deadline: float | None
+) -> npt.NDArray[np.int64]:
+    """The exact refinement, sorting whole signature rows each round (after a hash
+    collision)."""
+    block, count = out, int(out.max(initial=-1)) + 1
+    while True:
+        _check_minimize_deadline(deadline)
+        nxt = np.where(trans >= 0, block[np.maximum(trans, 0)], -1)
+        signature = np.concatenate([block[:, None], nxt], axis=1).astype(np.int32)
+        first, cls = unique_rows(signature)
+        if first.shape[0] == count:
+            return block
+        block, count = cls.astype(np.int64), int(first.shape[0])
 
 
 def _co_reachable(

@@ -17,7 +17,8 @@ import numpy.typing as npt
 
 from fsmcompile.automaton.dfa import ByteDFA
 from fsmcompile.errors import BudgetExceededError
-from fsmcompile.index.wide_rows import unique_wide_rows
+from fsmcompile.index.edge_rounds import EdgeRounds
+from fsmcompile.index.wide_rows import first_and_inverse, unique_wide_rows
 
 # Bound on stored canonical maps (states x levels); past it, heights round up to the
 # finest stored level, which is always safe (a finer class never merges unlike states).
@@ -41,9 +42,17 @@ class LivenessLevels:
 
 
 def _refine(
-    trans: npt.NDArray[np.int32], cls: npt.NDArray[np.int64]
+    rounds: EdgeRounds, trans: npt.NDArray[np.int32], cls: npt.NDArray[np.int64]
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """One refinement round: class ids and first members for signature (cls, cls[trans])."""
+    """One refinement round: class ids and first members for signature (cls, cls[trans]).
+
+    The signatures are hashed over the live moves (`EdgeRounds`); a round whose classes
+    do not hold one signature each (a collision) is redone on the dense signature rows.
+    """
+    first, inv = first_and_inverse(rounds.hashed(cls.astype(np.uint64)))
+    new_cls, new_first = _by_first_member(first, inv)
+    if rounds.consistent(cls, new_cls, new_first.shape[0]):
+        return new_cls, new_first
     nxt = np.where(trans >= 0, cls[np.maximum(trans, 0)], -1)
     sig = np.concatenate([cls[:, None], nxt], axis=1)
     first, inv = unique_wide_rows((sig + 1).astype(np.uint64))
@@ -77,7 +86,8 @@ def liveness_levels(
         initial: int64[S], what a state must share with another to be 0-equivalent
             (a grammar walk's labels and exit sets); all states alike when None.
 
-    Cost: O(levels * S * C) numpy work; most patterns stabilize within a few levels.
+    Cost: O(levels * live moves) numpy work; most patterns stabilize within a few levels,
+    a schema's long literal keys within a few dozen.
     """
     trans = dfa.transitions
     num_states = dfa.num_states
@@ -88,6 +98,7 @@ def liveness_levels(
         _, first, inv = np.unique(initial, return_index=True, return_inverse=True)
         cls, first = _by_first_member(first, inv)
     canon_rows = [first[cls].astype(np.int32)]
+    rounds = EdgeRounds(trans)
     max_rows = max(2, _MAX_LEVEL_CELLS // max(num_states, 1))
     stored_levels = [0]
     num_classes = len(first)
@@ -96,7 +107,7 @@ def liveness_levels(
             raise BudgetExceededError(
                 "compile timed out while grouping states", limit="timeout_s", value=0.0
             )
-        new_cls, first = _refine(trans, cls)
+        new_cls, first = _refine(rounds, trans, cls)
         if len(first) == num_classes:
             break
         cls, num_classes = new_cls, len(first)

@@ -55,7 +55,7 @@ def unique_wide_rows(
             mixed *= factors
             total += mixed.sum(axis=1, dtype=np.uint64)
         hashed[lo:hi] = total
-    first, inv = _first_and_inverse(hashed)
+    first, inv = first_and_inverse(hashed)
     for lo in range(0, rows.shape[0], _CHUNK_ROWS):
         firsts = first[inv[lo : lo + _CHUNK_ROWS]]
         if not (
@@ -84,7 +84,7 @@ def unique_mask_rows(
     rows = np.ascontiguousarray(rows, dtype=np.int32)
     weights = _word_weights(rows.shape[1])
     hashed = (rows.view(np.uint32) * weights).sum(axis=1, dtype=np.uint64)
-    first, inverse = _first_and_inverse(hashed)
+    first, inverse = first_and_inverse(hashed)
     head = first[inverse]
     repeat = np.flatnonzero(head != np.arange(rows.shape[0]))
     if not np.array_equal(rows[repeat], rows[head[repeat]]):
@@ -101,7 +101,7 @@ def _word_weights(width: int) -> npt.NDArray[np.uint32]:
     return weights
 
 
-def _first_and_inverse(
+def first_and_inverse(
     values: npt.NDArray[np.uint64],
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """`np.unique(values, return_index=True, return_inverse=True)[1:]` through a plain

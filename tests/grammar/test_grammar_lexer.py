@@ -19,6 +19,7 @@ from lark import Lark
 from lark.lexer import TextSlice, Token
 
 import fsmcompile.index.grammar_lexer as gl
+from fsmcompile.index.edge_rounds import EdgeRounds
 from fsmcompile.index.grammar_lexer import build_lexer_automaton, lexer_shapes
 from fsmcompile.spec.lark import load_lark_grammar
 from fsmcompile.spec.lark.terminals import equivalent_pattern
@@ -162,14 +163,14 @@ def test_moore_minimize_matches_a_sorting_reference(seed: int, collide: bool, mo
     trans[rng.random(trans.shape) < 0.4] = -1
     output = rng.integers(0, 3, size=states).astype(np.int64)
     if collide:
-        original = gl._MooreRound.__init__
+        original = EdgeRounds.__init__
 
         def zero_weights(self, table):
             original(self, table)
             self.edge_weight = np.zeros_like(self.edge_weight)
             self.own_weight = np.uint64(0)
 
-        monkeypatch.setattr(gl._MooreRound, "__init__", zero_weights)
+        monkeypatch.setattr(EdgeRounds, "__init__", zero_weights)
     assert gl._moore_minimize(trans, output).tolist() == _reference_blocks(trans, output)
 
 

@@ -10,8 +10,10 @@ from exactness import (
     tiny_vocabulary,
 )
 
+from fsmcompile.automaton.dfa import ByteDFA
 from fsmcompile.index.bits import is_bit_set, pack_bool_rows, set_bits, unpack_row
 from fsmcompile.index.builder import build_token_index
+from fsmcompile.index.edge_rounds import EdgeRounds
 from fsmcompile.index.levels import liveness_levels
 from fsmcompile.types import DEAD
 from fsmcompile.vocabulary import Vocabulary
@@ -102,6 +104,55 @@ def test_levels_refine_chain_one_position_per_level() -> None:
     # States with at least 4 bytes left are 4-equivalent; the last four are not.
     assert len(set(root[:7].tolist())) == 1
     assert len(set(root[7:].tolist())) == 4
+
+
+def _dense_levels(trans: np.ndarray, initial: np.ndarray, height: int) -> list[list[int]]:
+    """Canonical representative per level by sorting whole signature rows: the obvious
+    refinement, up to `height` levels or until stable."""
+    _, cls = np.unique(initial, return_inverse=True)
+    rows = []
+    for _ in range(height + 1):
+        first = {c: i for i, c in reversed(list(enumerate(cls.tolist())))}
+        rows.append([first[c] for c in cls.tolist()])
+        nxt = np.where(trans >= 0, cls[np.maximum(trans, 0)], -1)
+        sig = [tuple(r) for r in np.concatenate([cls[:, None], nxt], axis=1).tolist()]
+        ids = {key: i for i, key in enumerate(dict.fromkeys(sig))}
+        refined = np.array([ids[key] for key in sig])
+        if len(ids) == len(set(cls.tolist())):
+            break
+        cls = refined
+    return rows
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("collide", [False, True])
+def test_levels_match_dense_refinement(seed: int, collide: bool, monkeypatch) -> None:
+    """Hashed rounds over the live moves give each level's exact partition, also when
+    every hash collides (all weights 0), which the per-round member check must catch."""
+    rng = np.random.default_rng(seed)
+    states, classes = int(rng.integers(1, 80)), int(rng.integers(1, 6))
+    trans = rng.integers(-1, states, size=(states, classes)).astype(np.int32)
+    trans[rng.random(trans.shape) < 0.5] = -1
+    initial = rng.integers(0, 3, size=states).astype(np.int64)
+    if collide:
+        original = EdgeRounds.__init__
+
+        def zero_weights(self, table):
+            original(self, table)
+            self.edge_weight = np.zeros_like(self.edge_weight)
+            self.own_weight = np.uint64(0)
+
+        monkeypatch.setattr(EdgeRounds, "__init__", zero_weights)
+    dfa = ByteDFA(
+        transitions=trans,
+        class_of_byte=np.arange(256, dtype=np.int32) % classes,
+        accepting=np.zeros(states, dtype=np.bool_),
+    )
+    height = 12
+    levels = liveness_levels(dfa, max_height=height, initial=initial)
+    want = _dense_levels(trans, initial, height)
+    for h in range(height + 1):
+        assert levels.canon[levels.row_of_height[h]].tolist() == want[min(h, len(want) - 1)], h
 
 
 @pytest.mark.parametrize("width", [1, 7, 8, 31, 32, 33, 100, 129])
