@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from fsmcompile import Vocabulary
@@ -26,3 +27,27 @@ def load_vocabulary(name: str) -> Vocabulary:
         else:
             _vocabularies[name] = Vocabulary.from_file(DATA / name / "tokenizer.json.gz")
     return _vocabularies[name]
+
+
+def random_moves(seed: int, max_states: int, dead_share: float) -> np.ndarray:
+    """int32[S, C]: a random transition table (S < max_states, C <= 5), some moves dead."""
+    rng = np.random.default_rng(seed)
+    states, classes = int(rng.integers(1, max_states)), int(rng.integers(1, 6))
+    trans = rng.integers(-1, states, size=(states, classes)).astype(np.int32)
+    trans[rng.random(trans.shape) < dead_share] = -1
+    return trans
+
+
+def force_edge_round_collisions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make every `EdgeRounds` hash collide (all weights 0), so the exact checks behind
+    the hashed refinement rounds must catch each wrong merge."""
+    from fsmcompile.index.edge_rounds import EdgeRounds
+
+    original = EdgeRounds.__init__
+
+    def zero_weights(self: EdgeRounds, table: np.ndarray) -> None:
+        original(self, table)
+        self.edge_weight = np.zeros_like(self.edge_weight)
+        self.own_weight = np.uint64(0)
+
+    monkeypatch.setattr(EdgeRounds, "__init__", zero_weights)

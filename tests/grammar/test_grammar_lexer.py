@@ -17,9 +17,9 @@ from grammar_checks import bundled_text
 from grammar_corpus import TRICKY
 from lark import Lark
 from lark.lexer import TextSlice, Token
+from support import force_edge_round_collisions, random_moves
 
 import fsmcompile.index.grammar_lexer as gl
-from fsmcompile.index.edge_rounds import EdgeRounds
 from fsmcompile.index.grammar_lexer import build_lexer_automaton, lexer_shapes
 from fsmcompile.spec.lark import load_lark_grammar
 from fsmcompile.spec.lark.terminals import equivalent_pattern
@@ -157,20 +157,10 @@ def _reference_blocks(trans: np.ndarray, output: np.ndarray) -> list[int]:
 def test_moore_minimize_matches_a_sorting_reference(seed: int, collide: bool, monkeypatch) -> None:
     """Hashed rounds give the same partition as sorting whole rows, also when every hash
     collides (all weights 0), which the exact member check must catch."""
-    rng = np.random.default_rng(seed)
-    states, classes = int(rng.integers(1, 60)), int(rng.integers(1, 6))
-    trans = rng.integers(-1, states, size=(states, classes)).astype(np.int32)
-    trans[rng.random(trans.shape) < 0.4] = -1
-    output = rng.integers(0, 3, size=states).astype(np.int64)
+    trans = random_moves(seed, 60, 0.4)
+    output = np.random.default_rng(seed + 100).integers(0, 3, size=trans.shape[0])
     if collide:
-        original = EdgeRounds.__init__
-
-        def zero_weights(self, table):
-            original(self, table)
-            self.edge_weight = np.zeros_like(self.edge_weight)
-            self.own_weight = np.uint64(0)
-
-        monkeypatch.setattr(EdgeRounds, "__init__", zero_weights)
+        force_edge_round_collisions(monkeypatch)
     assert gl._moore_minimize(trans, output).tolist() == _reference_blocks(trans, output)
 
 

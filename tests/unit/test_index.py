@@ -9,11 +9,11 @@ from exactness import (
     dfa_from_edges,
     tiny_vocabulary,
 )
+from support import force_edge_round_collisions, random_moves
 
 from fsmcompile.automaton.dfa import ByteDFA
 from fsmcompile.index.bits import is_bit_set, pack_bool_rows, set_bits, unpack_row
 from fsmcompile.index.builder import build_token_index
-from fsmcompile.index.edge_rounds import EdgeRounds
 from fsmcompile.index.levels import liveness_levels
 from fsmcompile.types import DEAD
 from fsmcompile.vocabulary import Vocabulary
@@ -129,20 +129,11 @@ def _dense_levels(trans: np.ndarray, initial: np.ndarray, height: int) -> list[l
 def test_levels_match_dense_refinement(seed: int, collide: bool, monkeypatch) -> None:
     """Hashed rounds over the live moves give each level's exact partition, also when
     every hash collides (all weights 0), which the per-round member check must catch."""
-    rng = np.random.default_rng(seed)
-    states, classes = int(rng.integers(1, 80)), int(rng.integers(1, 6))
-    trans = rng.integers(-1, states, size=(states, classes)).astype(np.int32)
-    trans[rng.random(trans.shape) < 0.5] = -1
-    initial = rng.integers(0, 3, size=states).astype(np.int64)
+    trans = random_moves(seed, 80, 0.5)
+    states, classes = trans.shape
+    initial = np.random.default_rng(seed + 100).integers(0, 3, size=states)
     if collide:
-        original = EdgeRounds.__init__
-
-        def zero_weights(self, table):
-            original(self, table)
-            self.edge_weight = np.zeros_like(self.edge_weight)
-            self.own_weight = np.uint64(0)
-
-        monkeypatch.setattr(EdgeRounds, "__init__", zero_weights)
+        force_edge_round_collisions(monkeypatch)
     dfa = ByteDFA(
         transitions=trans,
         class_of_byte=np.arange(256, dtype=np.int32) % classes,
