@@ -7,9 +7,16 @@ a long literal), and a dense signature row is C columns wide where a state has a
 live moves. So a round reads the moves as an edge list and hashes each state's signature
 into one word; equal signatures always hash alike, so a round is exact unless two
 signatures collide, which the caller checks for (`consistent`, `closed`).
+
+Where only the final partition is wanted (`coarsest`), a round rehashes only the states
+with a move into a state whose class changed in the round before: a long literal or a
+bounded string splits one state per round, so a round costs its few changes, not every
+edge of the automaton.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
@@ -29,6 +36,8 @@ class EdgeRounds:
         # Edges of state s are source[ends[s]:ends[s + 1]].
         self.ends = np.searchsorted(self.source, np.arange(trans.shape[0] + 1))
         self.degree = np.diff(self.ends)
+        # Edges into state t are pred_edge[pred_ends[t]:pred_ends[t + 1]] (built on demand).
+        self._preds: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None
 
     def hashed(self, block: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
         """A hash of each state's (block, blocks of its moves' targets by column)."""
@@ -39,6 +48,88 @@ class EdgeRounds:
         hashed: npt.NDArray[np.uint64] = summed[self.ends[1:]] - summed[self.ends[:-1]]
         hashed += (block + np.uint64(1)) * self.own_weight
         return hashed
+
+    def coarsest(
+        self, out: npt.NDArray[np.int64], check: Callable[[], None] | None = None
+    ) -> npt.NDArray[np.int64]:
+        """Class of each state in the coarsest partition refining `out` that the moves
+        keep, up to a hash collision (which only merges: check with `closed`).
+
+        Each class keeps the hash of its members' moves (`targets`, by the classes of
+        the targets). A state's hash changes only when one of its targets changed class,
+        so a round rehashes the sources of the last round's changes and splits, within
+        each class, those whose hash left the class's own; the rest stay, under the
+        class's id. A class whose members all left keeps its id for one of its parts, so
+        every new id is a real split and the rounds end. `check` runs once per round (a
+        deadline)."""
+        states = self.trans.shape[0]
+        _, label = np.unique(out, return_inverse=True)
+        label = label.reshape(-1).astype(np.int64)
+        count = int(label.max(initial=-1)) + 1
+        size = np.zeros(states + 1, dtype=np.int64)
+        size[:count] = np.bincount(label, minlength=count)
+        own = np.zeros(states + 1, dtype=np.uint64)  # each class's hash, where `known`
+        known = np.zeros(states + 1, dtype=np.bool_)
+        moves = np.zeros(states, dtype=np.uint64)
+        dirty = np.arange(states, dtype=np.int64)
+        while dirty.shape[0]:
+            if check is not None:
+                check()
+            moves[dirty] = self.targets(label, dirty)
+            block, hashed = label[dirty], moves[dirty]
+            order = np.lexsort((hashed, block))
+            dirty, block, hashed = dirty[order], block[order], hashed[order]
+            starts = np.ones(dirty.shape[0], dtype=np.bool_)
+            starts[1:] = (block[1:] != block[:-1]) | (hashed[1:] != hashed[:-1])
+            group = np.cumsum(starts) - 1
+            g_block, g_hash = block[starts], hashed[starts]
+            g_size = np.bincount(group)
+            fresh = np.ones(g_block.shape[0], dtype=np.bool_)
+            fresh[1:] = g_block[1:] != g_block[:-1]  # first group of its class
+            matches = known[g_block] & (own[g_block] == g_hash)
+            matched = np.zeros(states + 1, dtype=np.bool_)
+            matched[g_block[matches]] = True
+            dirty_in = np.bincount(g_block, weights=g_size, minlength=states + 1).astype(np.int64)
+            whole = dirty_in[g_block] == size[g_block]  # every member is among the dirty
+            keep = matches | (fresh & whole & ~matched[g_block])
+            own[g_block[keep]] = g_hash[keep]
+            known[g_block[keep]] = True
+            moved = ~keep
+            new_ids = count + np.arange(int(moved.sum()), dtype=np.int64)
+            count += new_ids.shape[0]
+            np.subtract.at(size, g_block[moved], g_size[moved])
+            size[new_ids], own[new_ids], known[new_ids] = g_size[moved], g_hash[moved], True
+            g_label = g_block.copy()
+            g_label[moved] = new_ids
+            label[dirty] = g_label[group]
+            changed = dirty[moved[group]]
+            dirty = np.unique(self.sources(changed))
+        return label
+
+    def targets(
+        self, label: npt.NDArray[np.int64], states: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.uint64]:
+        """A hash of each of `states`' moves: column by column, the target's label."""
+        edges, lengths = _ranges(self.ends, states)
+        term = (label[self.target[edges]].astype(np.uint64) + np.uint64(1)) * self.edge_weight[
+            edges
+        ]
+        term ^= term >> np.uint64(29)
+        term *= self.mix
+        summed = np.concatenate([np.zeros(1, dtype=np.uint64), np.cumsum(term, dtype=np.uint64)])
+        ends = np.cumsum(lengths)
+        hashed: npt.NDArray[np.uint64] = summed[ends] - summed[ends - lengths]
+        return hashed
+
+    def sources(self, states: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """The states with a move into one of `states` (repeated)."""
+        if self._preds is None:
+            order = np.argsort(self.target, kind="stable")
+            ends = np.searchsorted(self.target[order], np.arange(self.trans.shape[0] + 1))
+            self._preds = self.source[order].astype(np.int64), ends
+        preds, ends = self._preds
+        edges, _ = _ranges(ends, states)
+        return preds[edges]
 
     def _mates(
         self, cls: npt.NDArray[np.int64], count: int
@@ -70,3 +161,15 @@ class EdgeRounds:
         if not (np.array_equal(out, out[mine]) and np.array_equal(self.degree, self.degree[mine])):
             return False
         return bool((theirs >= 0).all() and np.array_equal(cls[theirs], cls[self.target]))
+
+
+def _ranges(
+    ends: npt.NDArray[np.int64], rows: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """(the positions ends[r]:ends[r + 1] of every row r of `rows`, concatenated; each
+    row's count)."""
+    lengths = ends[rows + 1] - ends[rows]
+    total = int(lengths.sum())
+    offsets = np.cumsum(lengths) - lengths
+    positions = np.arange(total, dtype=np.int64) + np.repeat(ends[rows] - offsets, lengths)
+    return positions, lengths

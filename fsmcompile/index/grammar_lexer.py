@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 import numpy.typing as npt
@@ -240,19 +241,12 @@ def _moore_minimize(
     their first state, so the result does not depend on the rounds."""
     _, out = np.unique(output, return_inverse=True)
     out = out.reshape(-1).astype(np.int64)
-    count = int(out.max(initial=-1)) + 1
     rounds = EdgeRounds(trans)
-    block = out.astype(np.uint64)
-    while True:
-        _check_minimize_deadline(deadline)
-        hashed = rounds.hashed(block)
-        new_count = int(np.unique(hashed).shape[0])
-        if new_count == count:  # rounds only refine, so an equal count is the fixpoint
-            break
-        block, count = hashed, new_count
-    _, cls = np.unique(block, return_inverse=True)
+    _, cls = np.unique(
+        rounds.coarsest(out, partial(_check_minimize_deadline, deadline)), return_inverse=True
+    )
     cls = cls.reshape(-1).astype(np.int64)
-    if not rounds.closed(out, cls, count):
+    if not rounds.closed(out, cls, int(cls.max(initial=-1)) + 1):
         cls = _sorted_rounds(trans, out, deadline)
     _, first = np.unique(cls, return_index=True)
     rank = np.empty(first.shape[0], dtype=np.int64)

@@ -20,6 +20,7 @@ from lark.lexer import TextSlice, Token
 from support import force_edge_round_collisions, random_moves
 
 import fsmcompile.index.grammar_lexer as gl
+from fsmcompile.index.edge_rounds import EdgeRounds
 from fsmcompile.index.grammar_lexer import build_lexer_automaton, lexer_shapes
 from fsmcompile.spec.lark import load_lark_grammar
 from fsmcompile.spec.lark.terminals import equivalent_pattern
@@ -162,6 +163,36 @@ def test_moore_minimize_matches_a_sorting_reference(seed: int, collide: bool, mo
     if collide:
         force_edge_round_collisions(monkeypatch)
     assert gl._moore_minimize(trans, output).tolist() == _reference_blocks(trans, output)
+
+
+def _chains(length: int) -> tuple[np.ndarray, np.ndarray]:
+    """Two chains of `length` moves on one byte class, told apart only by their last
+    states' outputs, and a cycle of `length` states with one output apart: each round
+    of refinement splits one state."""
+    trans = np.full((3 * length + 2, 2), -1, dtype=np.int32)
+    for chain in range(2):
+        base = chain * (length + 1)
+        trans[base : base + length, 0] = np.arange(base + 1, base + length + 1)
+    cycle = 2 * length + 2
+    trans[cycle : cycle + length, 1] = np.roll(np.arange(cycle, cycle + length), -1)
+    output = np.zeros(trans.shape[0], dtype=np.int64)
+    output[2 * length + 1] = 1  # the second chain's end
+    output[cycle] = 2
+    return trans, output
+
+
+@pytest.mark.parametrize("seed", range(-1, 12))
+def test_coarsest_is_moore_refinement_without_the_check(seed: int) -> None:
+    """The incremental rounds alone (no collision check, no fallback) give the exact
+    partition, on random tables and on chains that split one state per round."""
+    if seed < 0:
+        trans, output = _chains(200)
+    else:
+        trans = random_moves(seed, 60, 0.4)
+        output = np.random.default_rng(seed + 100).integers(0, 3, size=trans.shape[0])
+    block = EdgeRounds(trans).coarsest(output)
+    ids: dict[int, int] = {}
+    assert [ids.setdefault(int(b), len(ids)) for b in block] == _reference_blocks(trans, output)
 
 
 @pytest.mark.parametrize("seed", range(12))
