@@ -32,6 +32,7 @@ from fsmcompile.automaton.ir import (
     Node,
     Ref,
     Repeat,
+    children,
     content_key,
 )
 from fsmcompile.automaton.leaves import (
@@ -108,10 +109,7 @@ def _build_dfa(node: Node, *, max_states: int, deadline: float | None) -> ByteDF
     started = time.perf_counter()
     budget = Budget(max_states, deadline)
     classes = classes_for(node)
-    try:
-        fragment = _Builder(classes, budget).build(node)
-    except RecursionError:
-        raise SpecError("expression nested too deeply to build; flatten nested groups") from None
+    fragment = _Builder(classes, budget).build(node)
     if fragment.is_nothing:
         raise SpecError("the expression matches no string")
     built = time.perf_counter()
@@ -142,6 +140,8 @@ class _Builder:
         self.classes = classes
         self.budget = budget
         self.memo: dict[int, tuple[Node, Fragment]] = {}  # id → (node kept alive, result)
+        # id → (id of the node it was built for, as built): what that node takes.
+        self._fresh: dict[int, tuple[int, Fragment]] = {}
         self.leaves: dict[CharSet | ByteSet, Fragment] = {}
         # A byte of each class, to map this build's classes onto a kept node's classes.
         self.class_byte = np.unique(classes.class_of_byte, return_index=True)[1]
@@ -155,44 +155,63 @@ class _Builder:
         columns = class_of_byte[self.class_byte]
         return Fragment(np.ascontiguousarray(fragment.trans[:, columns]), fragment.accepting, True)
 
-    def _concat_parts(self, items: tuple[Node, ...]) -> list[Fragment]:
-        """The fragments of a concatenation's items, each run of single characters (a
-        property name, a literal) as one chain: gluing them one by one was a few numpy
-        steps per character."""
-        parts: list[Fragment] = []
-        run: list[CharSet] = []
-        for item in (*items, None):
-            if isinstance(item, CharSet) and _literal_char(item):
-                run.append(item)
-                continue
-            if len(run) > 1:
-                text = "".join(chr(c.ranges[0][0]) for c in run)
-                parts.append(literal_fragment(text.encode("utf-8"), self.classes))
-            else:
-                parts.extend(self.build(c) for c in run)
-            run = []
-            if item is not None:
-                parts.append(self.build(item))
-        return parts
-
     def build(self, node: Node) -> Fragment:
-        hit = self.memo.get(id(node))
-        if hit is not None:
-            # A shared sub-tree is copied into every place that uses it; minimizing it
-            # once keeps a DAG like "any JSON value to depth d" linear instead of 2**d.
-            if not hit[1].minimal:
-                hit = (node, minimized(hit[1], self.budget))
-                self.memo[id(node)] = hit
-            return hit[1]
+        """The fragment of `node`, its sub-trees built first, from an explicit stack: the
+        IR of an object nests a few levels per optional member, deeper than Python's
+        recursion limit for a few hundred members. Sub-trees are finished and handed to
+        their users in the order a recursive build would call them (`_take`)."""
+        stack: list[tuple[Node, int, bool]] = [(node, _ROOT_USER, False)]
+        while stack:
+            item, user, ready = stack.pop()
+            if ready:
+                built = self._finish(item)
+                self.memo[id(item)] = (item, built)
+                self._fresh[id(item)] = (user, built)
+            elif id(item) not in self.memo and not self._start(item):
+                stack.append((item, user, True))
+                stack.extend(
+                    (part, id(item), False)
+                    for part in reversed(_parts(item))
+                    if id(part) not in self.memo
+                )
+        return self._take(node, _ROOT_USER)
+
+    def _start(self, node: Node) -> bool:
+        """Begin building `node`; True when that is already done (a kept sub-tree built
+        by an earlier build)."""
         self.budget.check_time()
-        width = self.classes.num_classes
-        result: Fragment
-        kept = id(node) in _kept
-        if kept:
+        if id(node) in _kept:
             found = self._kept_fragment(node)
             if found is not None:
                 self.memo[id(node)] = (node, found)
-                return found
+                return True
+        if isinstance(node, Repeat) and (
+            node.min < 0 or (node.max is not None and node.max < node.min)
+        ):
+            raise SpecError(f"invalid repetition {{{node.min},{node.max}}}")
+        return False
+
+    def _take(self, node: Node, user: int) -> Fragment:
+        """The built fragment of `node` for `user`: as built, for the user it was built
+        for (even if another took it minimized meanwhile), and minimized once for every
+        other one."""
+        fresh = self._fresh.get(id(node))
+        if fresh is not None and fresh[0] == user:
+            del self._fresh[id(node)]
+            return fresh[1]
+        hit = self.memo[id(node)]
+        # A shared sub-tree is copied into every place that uses it; minimizing it
+        # once keeps a DAG like "any JSON value to depth d" linear instead of 2**d.
+        if not hit[1].minimal:
+            hit = (node, minimized(hit[1], self.budget))
+            self.memo[id(node)] = hit
+        return hit[1]
+
+    def _finish(self, node: Node) -> Fragment:
+        """`node`'s fragment from its parts' (`_parts`, all built)."""
+        width = self.classes.num_classes
+        user = id(node)
+        result: Fragment
         if isinstance(node, (CharSet, ByteSet)):
             leaf = self.leaves.get(node)
             if leaf is None:
@@ -203,18 +222,22 @@ class _Builder:
                 self.leaves[node] = leaf
             result = leaf
         elif isinstance(node, Concat):
-            result = concat(self._concat_parts(node.items), width, self.budget)
+            parts = [
+                literal_fragment(run, self.classes)
+                if isinstance(run, bytes)
+                else self._take(run, user)
+                for run in _concat_runs(node.items)
+            ]
+            result = concat(parts, width, self.budget)
         elif isinstance(node, Alt):
-            result = union([self.build(i) for i in node.items], width, self.budget)
+            result = union([self._take(i, user) for i in node.items], width, self.budget)
         elif isinstance(node, And):
-            result = intersection([self.build(i) for i in node.items], width, self.budget)
+            result = intersection([self._take(i, user) for i in node.items], width, self.budget)
         elif isinstance(node, Diff):
-            keep, drop = (self.build(i) for i in node.items)
+            keep, drop = (self._take(i, user) for i in node.items)
             result = difference(keep, drop, self.budget)
         elif isinstance(node, Repeat):
-            if node.min < 0 or (node.max is not None and node.max < node.min):
-                raise SpecError(f"invalid repetition {{{node.min},{node.max}}}")
-            result = repeat(self.build(node.item), node.min, node.max, self.budget)
+            result = repeat(self._take(node.item, user), node.min, node.max, self.budget)
         elif isinstance(node, Ref):
             raise UnsupportedFeatureError(
                 f"rule reference {node.name!r} is context-free; a byte automaton cannot "
@@ -222,12 +245,42 @@ class _Builder:
             )
         else:
             raise TypeError(f"not an IR node: {type(node).__name__}")
-        if kept and not result.is_nothing:
+        if id(node) in _kept and not result.is_nothing:
             result = minimized(result, self.budget)
             with _kept_lock:
                 _kept_built[id(node)] = (result, self.classes.class_of_byte)
-        self.memo[id(node)] = (node, result)
         return result
+
+
+_ROOT_USER = 0
+"""The user `_Builder.build` takes its root for (no object's id is 0)."""
+
+
+def _parts(node: Node) -> list[Node]:
+    """The sub-trees `_Builder._finish` builds `node` from, in the order it takes them."""
+    if isinstance(node, Concat):
+        return [run for run in _concat_runs(node.items) if not isinstance(run, bytes)]
+    return list(children(node))
+
+
+def _concat_runs(items: tuple[Node, ...]) -> list[Node | bytes]:
+    """A concatenation's items with each run of two or more single characters (a
+    property name, a literal) as its UTF-8 bytes, built as one chain: gluing them one by
+    one was a few numpy steps per character."""
+    out: list[Node | bytes] = []
+    run: list[CharSet] = []
+    for item in (*items, None):
+        if isinstance(item, CharSet) and _literal_char(item):
+            run.append(item)
+            continue
+        if len(run) > 1:
+            out.append("".join(chr(c.ranges[0][0]) for c in run).encode("utf-8"))
+        else:
+            out.extend(run)
+        run = []
+        if item is not None:
+            out.append(item)
+    return out
 
 
 def _literal_char(charset: CharSet) -> bool:

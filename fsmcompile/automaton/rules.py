@@ -9,8 +9,9 @@ unrolls rules to a bounded depth, for when a grammar cannot be used.
 from __future__ import annotations
 
 import operator
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import replace
+from functools import partial
 
 from fsmcompile.automaton.ir import (
     EMPTY,
@@ -24,6 +25,7 @@ from fsmcompile.automaton.ir import (
     nodes,
     seq,
 )
+from fsmcompile.automaton.walk import fold
 
 
 def references(node: Node) -> set[str]:
@@ -31,62 +33,69 @@ def references(node: Node) -> set[str]:
     return {item.name for item in nodes(node) if isinstance(item, Ref)}
 
 
-def _finishes(node: Node, done: set[str], memo: dict[int, bool]) -> bool:
+def _finishes(node: Node, done: set[str], memo: dict[Hashable, bool]) -> bool:
     """Whether `node` matches some finite text, given the rules known to finish."""
-    found = memo.get(id(node))
-    if found is not None:
-        return found
-    if isinstance(node, Ref):
-        found = node.name in done
-    elif isinstance(node, Concat | And):
-        found = all(_finishes(item, done, memo) for item in node.items)
-    elif isinstance(node, Alt):
-        found = any(_finishes(item, done, memo) for item in node.items)
-    elif isinstance(node, Repeat):
-        found = node.min == 0 or _finishes(node.item, done, memo)
-    else:
-        found = True
-    memo[id(node)] = found
-    return found
+
+    def combine(item: Node, found: list[bool]) -> bool:
+        if isinstance(item, Ref):
+            return item.name in done
+        if isinstance(item, Concat | And):
+            return all(found)
+        if isinstance(item, Alt):
+            return any(found)
+        if isinstance(item, Repeat):
+            return item.min == 0 or found[0]
+        return True
+
+    return fold(node, _walked, combine, memo)
 
 
-def _without(node: Node, dead: set[str], memo: dict[int, Node]) -> Node:
+def _walked(node: Node) -> tuple[Node, ...]:
+    """The sub-trees `_finishes` and `_without` look into (not a `Diff`'s: it holds no
+    refs)."""
+    if isinstance(node, Repeat):
+        return (node.item,)
+    if isinstance(node, Concat | And | Alt):
+        return node.items
+    return ()
+
+
+def _without(node: Node, dead: set[str], memo: dict[Hashable, Node]) -> Node:
     """`node` with references to `dead` rules replaced by the empty language."""
-    found = memo.get(id(node))
-    if found is not None:
-        return found
-    out: Node = node
+    return fold(node, _walked, partial(_pruned, dead), memo)
+
+
+def _pruned(dead: set[str], node: Node, pruned: list[Node]) -> Node:
+    """`node` rebuilt over its `pruned` sub-trees (`_walked`), references to `dead`
+    rules gone."""
     if isinstance(node, Ref):
-        out = NOTHING if node.name in dead else node
-    elif isinstance(node, Concat | And | Alt):
-        items = [_without(item, dead, memo) for item in node.items]
+        return NOTHING if node.name in dead else node
+    if isinstance(node, Concat | And | Alt):
+        items = pruned
         if isinstance(node, Alt):
             items = [i for i in items if i != NOTHING]
         # A choice matches nothing when no option is left, a sequence when any item does.
         matches_nothing = not items if isinstance(node, Alt) else NOTHING in items
         if matches_nothing:
-            out = NOTHING
-        elif _same(items, node.items):
+            return NOTHING
+        if _same(items, node.items):
             # Nothing pruned below: the node itself, so sub-trees shared by identity
             # (a format's IR, built once per process: `keep_built`) stay shared.
-            out = node
-        elif isinstance(node, Concat):
-            out = seq(*items) if items else EMPTY
-        elif isinstance(node, And):
-            out = And(tuple(items))
-        else:
-            # Not alt(): flattening a chain of nested choices (an object's optional
-            # members, each choosing between itself and the rest) lists every later
-            # member at every member, quadratic in the grammar lark analyses.
-            out = items[0] if len(items) == 1 else Alt(tuple(items))
-    elif isinstance(node, Repeat):
-        inner = _without(node.item, dead, memo)
+            return node
+        if isinstance(node, Concat):
+            return seq(*items) if items else EMPTY
+        if isinstance(node, And):
+            return And(tuple(items))
+        # Not alt(): flattening a chain of nested choices (an object's optional
+        # members, each choosing between itself and the rest) lists every later
+        # member at every member, quadratic in the grammar lark analyses.
+        return items[0] if len(items) == 1 else Alt(tuple(items))
+    if isinstance(node, Repeat):
+        inner = pruned[0]
         if inner == NOTHING:
-            out = EMPTY if node.min == 0 else NOTHING
-        else:
-            out = node if inner is node.item else replace(node, item=inner)  # kind kept
-    memo[id(node)] = out
-    return out
+            return EMPTY if node.min == 0 else NOTHING
+        return node if inner is node.item else replace(node, item=inner)  # kind kept
+    return node
 
 
 def _same(items: list[Node], originals: tuple[Node, ...]) -> bool:
@@ -103,13 +112,13 @@ def prune_rules(start: Node, rules: Mapping[str, Node]) -> tuple[Node, dict[str,
     changed = True
     while changed:
         changed = False
-        memo: dict[int, bool] = {}
+        memo: dict[Hashable, bool] = {}
         for name, body in rules.items():
             if name not in done and _finishes(body, done, memo):
                 done.add(name)
                 changed = True
     dead = set(rules) - done
-    pruned: dict[int, Node] = {}
+    pruned: dict[Hashable, Node] = {}
     root = _without(start, dead, pruned)
     if root == NOTHING:
         return NOTHING, {}
@@ -128,32 +137,26 @@ def expand_rules(start: Node, rules: Mapping[str, Node], depth: int) -> Node:
     """`start` with each `Ref` replaced by its rule, at most `depth` refs deep; a ref
     deeper than that matches nothing. A regular under-approximation: sound, and exact
     for texts that nest no deeper. Shared as a DAG, so linear in `depth`."""
-    memo: dict[tuple[int, int], Node] = {}
-    refs: dict[tuple[str, int], Node] = {}
 
-    def sub(node: Node, left: int) -> Node:
-        key = (id(node), left)
-        found = memo.get(key)
-        if found is not None:
-            return found
-        out: Node = node
+    def parts(at: tuple[Node, int]) -> tuple[tuple[Node, int], ...]:
+        node, left = at
         if isinstance(node, Ref):
-            if left == 0:
-                out = NOTHING
-            else:
-                ref_key = (node.name, left)
-                if ref_key not in refs:
-                    refs[ref_key] = sub(rules[node.name], left - 1)
-                out = refs[ref_key]
-        elif isinstance(node, Concat):
-            out = Concat(tuple(sub(item, left) for item in node.items))
-        elif isinstance(node, And):
-            out = And(tuple(sub(item, left) for item in node.items))
-        elif isinstance(node, Alt):
-            out = Alt(tuple(sub(item, left) for item in node.items))
-        elif isinstance(node, Repeat):
-            out = replace(node, item=sub(node.item, left))
-        memo[key] = out
-        return out
+            return ((rules[node.name], left - 1),) if left > 0 else ()
+        return tuple((item, left) for item in _walked(node))
 
-    return sub(start, depth)
+    def combine(at: tuple[Node, int], expanded: list[Node]) -> Node:
+        node = at[0]
+        if isinstance(node, Ref):
+            return expanded[0] if expanded else NOTHING
+        if isinstance(node, Concat):
+            return Concat(tuple(expanded))
+        if isinstance(node, And):
+            return And(tuple(expanded))
+        if isinstance(node, Alt):
+            return Alt(tuple(expanded))
+        if isinstance(node, Repeat):
+            return replace(node, item=expanded[0])
+        return node
+
+    memo: dict[Hashable, Node] = {}
+    return fold((start, depth), parts, combine, memo, key=lambda at: (id(at[0]), at[1]))

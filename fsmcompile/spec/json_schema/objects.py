@@ -24,6 +24,7 @@ from itertools import combinations
 from typing import TYPE_CHECKING
 
 from fsmcompile.automaton.ir import EMPTY, NOTHING, Alt, And, Node, Repeat, alt, optional, seq
+from fsmcompile.automaton.walk import Call, run
 from fsmcompile.spec.json_schema.combinators import (
     collect,
     enum_values,
@@ -262,7 +263,9 @@ def _counted(
     cap = low if high is None else high  # without an upper bound, counts >= low act alike
     memo: dict[tuple[int, int, bool], Node] = {}
 
-    def rest(k: int, count: int, first: bool) -> Node:
+    def rest(k: int, count: int, first: bool) -> Call[Node]:
+        # A `run` call: one nested call per member, deeper than Python's recursion limit
+        # for objects of a thousand members.
         key = (k, count, first)
         found = memo.get(key)
         if found is not None:
@@ -284,15 +287,15 @@ def _counted(
             take = (
                 NOTHING
                 if high is not None and count >= high
-                else seq(separator, member.node, rest(k + 1, min(count + 1, cap), False))
+                else seq(separator, member.node, (yield rest(k + 1, min(count + 1, cap), False)))
             )
             # Alt, not alt(): flattening would list every later member at each member,
             # quadratic in the properties (and in the grammar lark analyses).
-            out = take if member.required else Alt((take, rest(k + 1, count, first)))
+            out = take if member.required else Alt((take, (yield rest(k + 1, count, first))))
         memo[key] = out
         return out
 
-    return rest(0, 0, True)
+    return run(rest(0, 0, True))
 
 
 def _expanded(members: list[_Member], extra: Node | None, comma: Node) -> Node | None:

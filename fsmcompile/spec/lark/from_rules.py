@@ -3,12 +3,13 @@
 JSON Schema lowers recursive schemas and free-form (`{}`) values to rules: regex IR in
 which `Ref(name)` stands for another rule's language. Everything between two refs is
 regular, so each maximal ref-free piece becomes one terminal (the ref-free alternatives
-of an `Alt` are joined into one) and the refs become the grammar's structure. A wide
-piece (a bounded string value) is written apart from the text around it, so the members
-sharing it share one terminal instead of each unrolling it into the lexer. lark
-builds the LALR table and the lexer contexts over placeholder patterns; each terminal
-then gets its real automaton, matched longest first: a JSON number or string cannot run
-on into the lexeme after it, so longest match is the lexing JSON needs.
+of an `Alt` are joined into one; closing brackets after a ref end theirs: `_closer_apart`)
+and the refs become the grammar's structure. A wide piece (a bounded string value) is
+written apart from the text around it, so the members sharing it share one terminal
+instead of each unrolling it into the lexer. lark builds the LALR table and the lexer
+contexts over placeholder patterns; each terminal then gets its real automaton, matched
+longest first: a JSON number or string cannot run on into the lexeme after it, so
+longest match is the lexing JSON needs.
 
 That lexing is exact only when the lexer's choice is forced: in each lexer context no
 terminal's string may equal or be a prefix of another terminal's string. Grammars that
@@ -26,7 +27,7 @@ import logging
 import math
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
 
@@ -46,6 +47,7 @@ from fsmcompile.automaton.ir import (
     counted_item,
     uncounted,
 )
+from fsmcompile.automaton.walk import Call, fold, run
 from fsmcompile.errors import (
     BudgetExceededError,
     GrammarError,
@@ -127,14 +129,14 @@ class _Writer:
         self.split_wide = split_wide
         self.split_terminals: set[str] = set()
         # By id, holding the node so that its id is not reused by a temporary one.
-        self._size: dict[int, tuple[Node, int]] = {}
-        self._splits: dict[int, tuple[Node, bool]] = {}
+        self._size: dict[Hashable, tuple[Node, int]] = {}
+        self._splits: dict[Hashable, tuple[Node, bool]] = {}
         # By content digest: hashing a deep IR tree by value recurses once per level
         # (and re-walks shared sub-trees).
         self.terminal_of: dict[bytes, tuple[str | None, bool]] = {}
         self.by_signature: dict[bytes, str] = {}
         self.generated: dict[str, tuple[Node, ByteDFA]] = {}
-        self._has_ref: dict[int, bool] = {}
+        self._has_ref: dict[Hashable, bool] = {}
         self.shared = self._shared_nodes(rules)
         self.trees: dict[str, _Tree] = {}
         for name, body in rules.items():
@@ -143,7 +145,7 @@ class _Writer:
                 raise SpecError(f"rule {name!r} matches nothing")
             self.trees[name] = tree
         self.first, self.nullable = self._first_sets()
-        self._first_memo: dict[_Tree, tuple[frozenset[str], bool]] = {}
+        self._first_memo: dict[int, tuple[_Tree, tuple[frozenset[str], bool]]] = {}
         self.instances: dict[tuple[str, frozenset[str]], str] = {}
         self.pending: list[tuple[str, str, frozenset[str]]] = []
         self.helpers = 0
@@ -152,11 +154,9 @@ class _Writer:
     # -- IR → trees ----------------------------------------------------------------
 
     def has_ref(self, node: Node) -> bool:
-        found = self._has_ref.get(id(node))
-        if found is None:
-            found = isinstance(node, Ref) or any(self.has_ref(c) for c in children(node))
-            self._has_ref[id(node)] = found
-        return found
+        """Whether a `Ref` is under `node` (walked without recursion: IR nests a few
+        levels per optional member of an object)."""
+        return fold(node, children, _holds_ref, self._has_ref)
 
     def terminal(self, node: Node) -> tuple[str | None, bool]:
         """(terminal name, or None when only the empty string is left; nullable) for a
@@ -210,10 +210,15 @@ class _Writer:
 
     def tree(self, node: Node, *, top: bool = False) -> _Tree | None:
         """The EBNF tree of `node`: None when it matches nothing."""
+        return run(self._tree(node, top=top))
+
+    def _tree(self, node: Node, *, top: bool = False) -> Call[_Tree | None]:
+        """`tree` as a `run` call: each shared node below and each optional member of
+        an object nests one call deeper, past Python's recursion limit in large schemas."""
         shared = None if top else self.shared.get(id(node))
         if shared is not None:
             if shared not in self.trees:
-                tree = self.tree(node, top=True)
+                tree = yield self._tree(node, top=True)
                 if tree is None:
                     return None
                 self.trees[shared] = tree
@@ -230,17 +235,20 @@ class _Writer:
         if isinstance(node, Ref):
             return _Sym(node.name, terminal=False)
         if isinstance(node, Concat):
-            return self._concat(node)
+            return (yield from self._concat(node))
         if isinstance(node, Alt):
             joined: list[Node] = []
             apart: list[Node] = []
             for member in node.items:
                 plain = not (self.has_ref(member) or self.splits(member) or self._counted(member))
                 (joined if plain else apart).append(member)
-            pieces = (
-                [self.tree(Alt(tuple(joined)) if len(joined) > 1 else joined[0])] if joined else []
-            )
-            pieces += [self.tree(member) for member in apart]
+            pieces: list[_Tree | None] = []
+            if joined:
+                pieces.append(
+                    (yield self._tree(Alt(tuple(joined)) if len(joined) > 1 else joined[0]))
+                )
+            for member in apart:
+                pieces.append((yield self._tree(member)))
             live = [p for p in pieces if p is not None]
             if not live:
                 return None
@@ -249,7 +257,7 @@ class _Writer:
                 return options[0]
             return _Choice(options, nullable=len(options) < len(live)) if options else _EMPTY
         if isinstance(node, Repeat):
-            item = self.tree(node.item)
+            item = yield self._tree(node.item)
             if item is None:
                 return _EMPTY if node.min == 0 else None
             return _EMPTY if item == _EMPTY else _Rep(item, node.min, node.max)
@@ -259,8 +267,24 @@ class _Writer:
             "value cannot be written as a grammar"
         )
 
-    def _concat(self, node: Concat) -> _Tree | None:
+    def _concat(self, node: Concat) -> Call[_Tree | None]:
         parts: list[_Tree] = []
+        pieces, split = self._pieces(node)
+        for piece in pieces:
+            tree = yield self._tree(Concat(tuple(piece)) if len(piece) > 1 else piece[0])
+            if tree is None:
+                return None
+            parts.append(tree)
+        parts = [p for p in parts if p != _EMPTY]
+        if split:
+            self.split_terminals.update(name for p in parts for name in _terminal_names(p))
+        return parts[0] if len(parts) == 1 else _Seq(tuple(parts))
+
+    def _pieces(self, node: Concat) -> tuple[list[list[Node]], bool]:
+        """The concatenation's items cut into the pieces written one after another: each
+        item holding a ref or standing alone, and each run of the ref-free items between
+        them (a terminal); whether an item stood alone."""
+        pieces: list[list[Node]] = []
         plain: list[Node] = []
         split = False
         for item in [*self._grouped(node), None]:
@@ -270,20 +294,11 @@ class _Writer:
                     continue
                 split = True
             if plain:
-                piece = self.tree(Concat(tuple(plain)) if len(plain) > 1 else plain[0])
-                plain.clear()
-                if piece is None:
-                    return None
-                parts.append(piece)
+                pieces.extend(_closer_apart(plain) if pieces else [plain])
+                plain = []
             if item is not None:
-                piece = self.tree(item)
-                if piece is None:
-                    return None
-                parts.append(piece)
-        parts = [p for p in parts if p != _EMPTY]
-        if split:
-            self.split_terminals.update(name for p in parts for name in _terminal_names(p))
-        return parts[0] if len(parts) == 1 else _Seq(tuple(parts))
+                pieces.append([item])
+        return pieces, split
 
     # -- wide pieces ---------------------------------------------------------------------
 
@@ -292,18 +307,7 @@ class _Writer:
         that many copies of its item); refs count nothing. A difference counts what it
         keeps: the keys an object's extra members may not take make it large, but it
         stays with the comma and quotes around it, where it cannot meet a listed key."""
-        if id(node) in self._size:
-            return self._size[id(node)][1]
-        if isinstance(node, Repeat):
-            found = (node.max if node.max is not None else max(node.min, 1)) * self.size(node.item)
-        elif isinstance(node, Ref):
-            found = 0
-        elif isinstance(node, Diff):
-            found = self.size(node.items[0])
-        else:
-            found = max(1, sum(self.size(c) for c in children(node)))
-        self._size[id(node)] = (node, found)
-        return found
+        return fold(node, _sized_parts, _sized, self._size)[1]
 
     def _wide(self, node: Node) -> bool:
         return self.split_wide and not self.has_ref(node) and self.size(node) >= _WIDE_FROM
@@ -352,17 +356,22 @@ class _Writer:
         terminal is one automaton for all of them."""
         if not self.split_wide or self.has_ref(node):
             return False
-        if id(node) in self._splits:
-            return self._splits[id(node)][1]
+        return fold(node, self._split_parts, self._split, self._splits)[1]
+
+    def _split_parts(self, node: Node) -> tuple[Node, ...]:
+        """The sub-trees whose `splits` decides that of `node`: a choice's or repeat's
+        ref-free ones (one holding a ref splits nothing)."""
+        if isinstance(node, (Alt, Repeat)):
+            return tuple(c for c in children(node) if not self.has_ref(c))
+        return ()
+
+    def _split(self, node: Node, parts: list[tuple[Node, bool]]) -> tuple[Node, bool]:
+        """(`node`, whether it splits), given `_split_parts`' answers."""
         if isinstance(node, Concat):
             grouped = self._grouped(node)
-            found = len(grouped) > 1 and any(self._stands_alone(p) for p in grouped)
-        else:
-            found = isinstance(node, (Alt, Repeat)) and any(
-                self.splits(c) or self._counted(c) for c in children(node)
-            )
-        self._splits[id(node)] = (node, found)
-        return found
+            return node, len(grouped) > 1 and any(self._stands_alone(p) for p in grouped)
+        found = any(split for _, split in parts) or any(map(self._counted, children(node)))
+        return node, isinstance(node, (Alt, Repeat)) and found
 
     # -- FIRST sets --------------------------------------------------------------------
 
@@ -383,6 +392,12 @@ class _Writer:
         self, tree: _Tree, first: dict[str, frozenset[str]], nullable: dict[str, bool]
     ) -> tuple[frozenset[str], bool]:
         """(terminals a text of `tree` can start with, whether it can be empty)."""
+        return run(self._first_call(tree, first, nullable))
+
+    def _first_call(
+        self, tree: _Tree, first: dict[str, frozenset[str]], nullable: dict[str, bool]
+    ) -> Call[tuple[frozenset[str], bool]]:
+        """`_first` as a `run` call (trees nest as deep as the IR they come from)."""
         if isinstance(tree, _Sym):
             if tree.terminal:
                 return frozenset((tree.name,)), False
@@ -390,7 +405,7 @@ class _Writer:
         if isinstance(tree, _Seq):
             out: set[str] = set()
             for item in tree.items:
-                f, n = self._first(item, first, nullable)
+                f, n = yield self._first_call(item, first, nullable)
                 out |= f
                 if not n:
                     return frozenset(out), False
@@ -399,20 +414,21 @@ class _Writer:
             out = set()
             empty = tree.nullable
             for item in tree.items:
-                f, n = self._first(item, first, nullable)
+                f, n = yield self._first_call(item, first, nullable)
                 out |= f
                 empty = empty or n
             return frozenset(out), empty
-        f, n = self._first(tree.item, first, nullable)
+        f, n = yield self._first_call(tree.item, first, nullable)
         return f, n or tree.min == 0
 
     def first_of(self, tree: _Tree) -> tuple[frozenset[str], bool]:
-        """`_first` once the rules' sets are known, memoized (emitting asks per copy)."""
-        found = self._first_memo.get(tree)
+        """`_first` once the rules' sets are known, memoized (emitting asks per copy).
+        By identity, holding the tree: hashing a deep tree by value recurses per level."""
+        found = self._first_memo.get(id(tree))
         if found is None:
-            found = self._first(tree, self.first, self.nullable)
-            self._first_memo[tree] = found
-        return found
+            found = (tree, self._first(tree, self.first, self.nullable))
+            self._first_memo[id(tree)] = found
+        return found[1]
 
     # -- trees → lark text -------------------------------------------------------------
 
@@ -428,10 +444,10 @@ class _Writer:
 
     def emit(self, tree: _Tree, follow: frozenset[str], lines: list[str]) -> str:
         """The lark text of `tree` where `follow` can come after it."""
-        return self._emit(tree, follow, lines)[0]
+        return run(self._emit(tree, follow, lines))[0]
 
-    def _emit(self, tree: _Tree, follow: frozenset[str], lines: list[str]) -> tuple[str, int]:
-        """(lark text, how many plain alternatives lark expands it into).
+    def _emit(self, tree: _Tree, follow: frozenset[str], lines: list[str]) -> Call[tuple[str, int]]:
+        """(lark text, how many plain alternatives lark expands it into), as a `run` call.
 
         lark multiplies out the inline groups of a sequence (`a (b | c) d?` is four
         alternatives), so a sequence of many optional members would grow exponentially
@@ -444,7 +460,8 @@ class _Writer:
             parts: list[_Part] = []
             after = follow
             for item in reversed(tree.items):
-                parts.append(_Part(*self._emit(item, after, lines), after))
+                text, count = yield self._emit(item, after, lines)
+                parts.append(_Part(text, count, after))
                 f, n = self.first_of(item)
                 after = f | after if n else f
             parts.reverse()
@@ -458,14 +475,16 @@ class _Writer:
                 parts[-_MAX_SEQUENCE:] = [_Part(self._helper(tail, follow, lines), 1, follow)]
             return " ".join(part.text for part in parts), math.prod(part.count for part in parts)
         if isinstance(tree, _Choice):
-            options = [self._emit(item, follow, lines) for item in tree.items]
+            options: list[tuple[str, int]] = []
+            for item in tree.items:
+                options.append((yield self._emit(item, follow, lines)))
             body = " | ".join(text for text, _ in options)
             count = sum(c for _, c in options)
             if tree.nullable:
                 return f"({body})?", count + 1
             return (body if len(options) == 1 else f"({body})"), count
         first, _ = self.first_of(tree.item)
-        text, count = self._emit(tree.item, first | follow, lines)
+        text, count = yield self._emit(tree.item, first | follow, lines)
         spare = None if tree.max is None else tree.max - tree.min
         if _repeat_expansions(count, tree.min, spare) > _MAX_EXPANSIONS:
             text, count = self._helper(text, first | follow, lines), 1
@@ -610,14 +629,62 @@ def _with_priorities(text: str, ranks: dict[str, int]) -> str:
 
 
 def _terminal_names(tree: _Tree) -> Iterator[str]:
-    if isinstance(tree, _Sym):
-        if tree.terminal:
-            yield tree.name
-    elif isinstance(tree, _Rep):
-        yield from _terminal_names(tree.item)
-    else:
-        for item in tree.items:
-            yield from _terminal_names(item)
+    """The terminals of `tree`, from a stack of the sub-trees still to read."""
+    stack = [tree]
+    while stack:
+        at = stack.pop()
+        if isinstance(at, _Sym):
+            if at.terminal:
+                yield at.name
+        elif isinstance(at, _Rep):
+            stack.append(at.item)
+        else:
+            stack.extend(reversed(at.items))
+
+
+def _closer_apart(items: list[Node]) -> list[list[Node]]:
+    """A run of ref-free items that follows a piece written apart, cut after the closing
+    bracket it starts with (after whitespace) where more text follows.
+
+    The bracket closes a value that holds a ref, and it is read in the parser state
+    after that value, which LALR shares with every other place the value's rule ends:
+    two `anyOf` branches sharing a free-form member, or any JSON object's members. Were
+    the bracket joined to what follows it in one place (`},"b":`) and alone or joined
+    otherwise in another (`}` then `,`, or `}}`), a lexer reading `},` could not tell
+    which it reads. Alone everywhere, it is one terminal, and what follows is read
+    after the parser has left the shared state.
+    """
+    for cut, item in enumerate(items):
+        if _closing_bracket(item):
+            return [items[: cut + 1], items[cut + 1 :]] if cut + 1 < len(items) else [items]
+        if not (isinstance(item, Repeat) and isinstance(item.item, CharSet)):
+            break  # only whitespace may come before the bracket
+    return [items]
+
+
+def _closing_bracket(node: Node) -> bool:
+    return isinstance(node, CharSet) and node.ranges in (((0x5D, 0x5D),), ((0x7D, 0x7D),))
+
+
+def _holds_ref(node: Node, below: list[bool]) -> bool:
+    return isinstance(node, Ref) or any(below)
+
+
+def _sized_parts(node: Node) -> tuple[Node, ...]:
+    """The sub-trees `_Writer.size` counts: a difference's kept side only."""
+    return node.items[:1] if isinstance(node, Diff) else children(node)
+
+
+def _sized(node: Node, sizes: list[tuple[Node, int]]) -> tuple[Node, int]:
+    """(`node`, its `_Writer.size`) from its parts' (`_sized_parts`)."""
+    if isinstance(node, Repeat):
+        copies = node.max if node.max is not None else max(node.min, 1)
+        return node, copies * sizes[0][1]
+    if isinstance(node, Ref):
+        return node, 0
+    if isinstance(node, Diff):
+        return node, sizes[0][1]
+    return node, max(1, sum(size for _, size in sizes))
 
 
 def _single_char(node: Node) -> bool:

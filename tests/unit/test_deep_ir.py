@@ -1,0 +1,76 @@
+"""IR deeper than Python's recursion limit compiles: the walkers keep their own stacks.
+
+An object's optional members are a chain in which each member chooses between itself and
+the rest, two IR levels per member, so a schema with a few hundred of them is deeper than
+the recursion limit. Each chain here is longer than the limit itself.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from fsmcompile.automaton import build_dfa
+from fsmcompile.automaton.ir import EMPTY, Alt, Concat, Node, Ref, literal
+from fsmcompile.automaton.rules import expand_rules, prune_rules, references
+from fsmcompile.automaton.walk import Call, run
+from fsmcompile.spec.lark.from_rules import grammar_from_rules
+from fsmcompile.spec.lark.grammar import LarkGrammar
+
+VALUE = {"v": Alt((literal("0"), Concat((literal("["), Ref("v"), literal("]")))))}
+"""`0`, `[0]`, `[[0]]`, ...: a rule that refers to itself."""
+
+
+def chain(count: int, *, last: Node = EMPTY, keys: tuple[str, ...] = (",",)) -> Node:
+    """`<`, then up to `count` optional members in order, each one of `keys` and a `v`
+    value, then `>`. `last` ends the chain; with several keys every member's rest is
+    shared by its options (one grammar rule per member)."""
+    node = last
+    for _ in range(count):
+        node = Alt((*(Concat((literal(key), Ref("v"), node)) for key in keys), EMPTY))
+    return Concat((literal("<"), node, literal(">")))
+
+
+def deeper_than_the_limit() -> int:
+    return sys.getrecursionlimit() + 100
+
+
+def test_prune_rules_drops_a_dead_rule_at_the_end_of_a_deep_chain() -> None:
+    dead = {"dead": Concat((literal("x"), Ref("dead")))}  # needs itself: never finishes
+    root = chain(deeper_than_the_limit(), last=Alt((Ref("dead"), EMPTY)))
+    pruned, rules = prune_rules(root, {**VALUE, **dead})
+    assert set(rules) == {"v"}
+    assert references(pruned) == {"v"}
+
+
+def test_expand_rules_and_build_dfa_unroll_a_deep_chain() -> None:
+    count = deeper_than_the_limit()
+    dfa = build_dfa(expand_rules(chain(count), VALUE, 2))
+    assert dfa.matches(b"<,0,[0]>")
+    assert dfa.matches(b"<" + b",0" * count + b">")
+    assert not dfa.matches(b"<" + b",0" * (count + 1) + b">")
+    assert not dfa.matches(b"<,[[0]]>")  # three refs deep
+
+
+def test_a_deep_chain_is_written_as_a_grammar() -> None:
+    root = chain(deeper_than_the_limit(), keys=("a", "b"))
+    assert isinstance(grammar_from_rules({"root": root, **VALUE}, "root"), LarkGrammar)
+
+
+def test_run_propagates_an_error_through_the_callers_that_do_not_catch_it() -> None:
+    def depth(n: int) -> Call[int]:
+        if n == 0:
+            raise ValueError("bottom")
+        return 1 + (yield depth(n - 1))
+
+    def caught(n: int) -> Call[str]:
+        try:
+            yield depth(n)
+        except ValueError as exc:
+            return str(exc)
+        return "not raised"
+
+    assert run(caught(deeper_than_the_limit())) == "bottom"
+    with pytest.raises(ValueError, match="bottom"):
+        run(depth(deeper_than_the_limit()))
