@@ -32,6 +32,9 @@ def fold(
     hold results from an earlier call; they are reused. Keys by `id` are only sound
     while the items stay alive: the caller holds them (a tree it was given).
     """
+    found = key(root)
+    if found in memo:
+        return memo[found]
     stack: list[tuple[Item, bool]] = [(root, False)]
     while stack:
         item, ready = stack.pop()

@@ -156,7 +156,8 @@ class _Writer:
     def has_ref(self, node: Node) -> bool:
         """Whether a `Ref` is under `node` (walked without recursion: IR nests a few
         levels per optional member of an object)."""
-        return fold(node, children, _holds_ref, self._has_ref)
+        found = self._has_ref.get(id(node))
+        return fold(node, children, _holds_ref, self._has_ref) if found is None else found
 
     def terminal(self, node: Node) -> tuple[str | None, bool]:
         """(terminal name, or None when only the empty string is left; nullable) for a
