@@ -307,6 +307,18 @@ def test_unique_wide_rows_partitions_like_a_plain_unique(rows: list, words: int)
 
 
 @settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from([0, 1, 2**63, 2**64 - 1, 12345]), min_size=1, max_size=40))
+def test_first_and_inverse_is_numpy_unique(values: list[int]) -> None:
+    from fsmcompile.index.wide_rows import first_and_inverse
+
+    array = np.array(values, dtype=np.uint64)
+    _, first, inverse = np.unique(array, return_index=True, return_inverse=True)
+    got_first, got_inverse = first_and_inverse(array)
+    assert got_first.tolist() == first.tolist()
+    assert got_inverse.tolist() == inverse.reshape(-1).tolist()
+
+
+@settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(1, 4), min_size=1, max_size=12), st.randoms(use_true_random=False))
 def test_or_runs_matches_a_reduce_per_run(lengths: list[int], rng) -> None:
     from fsmcompile.index.grammar_walk import _or_runs
