@@ -231,10 +231,10 @@ def _moore_minimize(
 ) -> npt.NDArray[np.int64]:
     """Block id of each state: states with equal outputs along every path share a block.
 
-    Each round splits blocks by (block, block of each move's target). There are as many
-    rounds as the longest string telling two states apart (a hundred for a long literal),
-    so a round reads the moves as an edge list (most states have a few of the C columns)
-    and hashes them (`EdgeRounds`), the hashes naming the blocks of the next round. Equal
+    Rounds split blocks by each state's moves: the blocks of its targets, column by
+    column. There are as many rounds as the longest string telling two states apart
+    (thousands in a bounded string's chain), so a round rehashes only the states with a
+    move into one that changed block in the round before (`EdgeRounds.coarsest`). Equal
     signatures always hash alike, so only a collision could merge states wrongly: the
     final partition is checked once to be closed under the moves (then it is the
     coarsest), and rebuilt by sorting whole signatures if not. Blocks are numbered by
