@@ -21,6 +21,8 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
+from fsmcompile.index.sorted_keys import concatenated_ranges
+
 
 class EdgeRounds:
     """Refinement rounds over a transition table's live moves (int32[S, C], -1 dead)."""
@@ -41,11 +43,7 @@ class EdgeRounds:
 
     def hashed(self, block: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
         """A hash of each state's (block, blocks of its moves' targets by column)."""
-        term = (block[self.target] + np.uint64(1)) * self.edge_weight
-        term ^= term >> np.uint64(29)
-        term *= self.mix
-        summed = np.concatenate([np.zeros(1, dtype=np.uint64), np.cumsum(term, dtype=np.uint64)])
-        hashed: npt.NDArray[np.uint64] = summed[self.ends[1:]] - summed[self.ends[:-1]]
+        hashed = self._summed(block[self.target], self.edge_weight, self.degree)
         hashed += (block + np.uint64(1)) * self.own_weight
         return hashed
 
@@ -86,12 +84,14 @@ class EdgeRounds:
             g_size = np.bincount(group)
             fresh = np.ones(g_block.shape[0], dtype=np.bool_)
             fresh[1:] = g_block[1:] != g_block[:-1]  # first group of its class
+            # Per class among the dirty (its groups are adjacent): how many members, and
+            # whether one group kept the class's hash.
+            class_of_group = np.cumsum(fresh) - 1
+            firsts = np.flatnonzero(fresh)
             matches = known[g_block] & (own[g_block] == g_hash)
-            matched = np.zeros(states + 1, dtype=np.bool_)
-            matched[g_block[matches]] = True
-            dirty_in = np.bincount(g_block, weights=g_size, minlength=states + 1).astype(np.int64)
-            whole = dirty_in[g_block] == size[g_block]  # every member is among the dirty
-            keep = matches | (fresh & whole & ~matched[g_block])
+            matched = np.logical_or.reduceat(matches, firsts)[class_of_group]
+            whole = np.add.reduceat(g_size, firsts)[class_of_group] == size[g_block]
+            keep = matches | (fresh & whole & ~matched)
             own[g_block[keep]] = g_hash[keep]
             known[g_block[keep]] = True
             moved = ~keep
@@ -111,9 +111,18 @@ class EdgeRounds:
     ) -> npt.NDArray[np.uint64]:
         """A hash of each of `states`' moves: column by column, the target's label."""
         edges, lengths = _ranges(self.ends, states)
-        term = (label[self.target[edges]].astype(np.uint64) + np.uint64(1)) * self.edge_weight[
-            edges
-        ]
+        target = label[self.target[edges]].astype(np.uint64)
+        return self._summed(target, self.edge_weight[edges], lengths)
+
+    def _summed(
+        self,
+        target: npt.NDArray[np.uint64],
+        weight: npt.NDArray[np.uint64],
+        lengths: npt.NDArray[np.int64],
+    ) -> npt.NDArray[np.uint64]:
+        """Per run of `lengths` consecutive edges, the sum of each edge's mixed (target
+        label, column weight): one state's moves per run."""
+        term = (target + np.uint64(1)) * weight
         term ^= term >> np.uint64(29)
         term *= self.mix
         summed = np.concatenate([np.zeros(1, dtype=np.uint64), np.cumsum(term, dtype=np.uint64)])
@@ -169,7 +178,4 @@ def _ranges(
     """(the positions ends[r]:ends[r + 1] of every row r of `rows`, concatenated; each
     row's count)."""
     lengths = ends[rows + 1] - ends[rows]
-    total = int(lengths.sum())
-    offsets = np.cumsum(lengths) - lengths
-    positions = np.arange(total, dtype=np.int64) + np.repeat(ends[rows] - offsets, lengths)
-    return positions, lengths
+    return concatenated_ranges(lengths) + np.repeat(ends[rows], lengths), lengths

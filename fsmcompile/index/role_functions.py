@@ -174,8 +174,9 @@ def walk_role_functions(
         else:
             moved = funcs.step_all(keys)
         after = moved >> 1  # -1 stays -1
-        for column in np.flatnonzero(((moved >= 0) & (moved & 1 == 1)).any(axis=0)).tolist():
-            edges = np.flatnonzero((moved[:, column] >= 0) & (moved[:, column] & 1 == 1))
+        leaves = (moved >= 0) & (moved & 1 == 1)  # some role leaves the region here
+        for column in np.flatnonzero(leaves.any(axis=0)).tolist():
+            edges = np.flatnonzero(leaves[:, column])
             found = [funcs.exits[k] for k in funcs.exit_of.reshape(-1)[keys[edges, column]]]
             counts = [roles.shape[0] for roles, _ in found]
             exits[column].append(
