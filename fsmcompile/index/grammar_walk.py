@@ -210,16 +210,32 @@ def _or_runs(
     return out
 
 
-def _sort_rows(keys: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    """Lexicographic order of int64[E, 4] rows; one packed-key argsort when the ranges fit."""
-    span = keys.max(axis=0, initial=0).astype(np.float64) + 1
-    if float(np.prod(span)) < 2.0**62:
-        packed = keys[:, 0].copy()
-        for col in range(1, keys.shape[1]):
-            packed *= int(span[col])
-            packed += keys[:, col]
-        return np.argsort(packed, kind="stable")
-    return np.lexsort(keys.T[::-1])
+def _equal_runs(
+    columns: tuple[npt.NDArray[np.int64], ...],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """(order, starts): the rows of non-negative int64 `columns` in lexicographic order
+    (stable), and where each run of equal rows begins in that order.
+
+    When the columns' ranges fit, each row is packed into one int64 first, so the sort
+    and the run boundaries read one column: stacking the columns into rows, gathering
+    them in order and comparing them was a fifth of a typical vocabulary walk.
+    """
+    spans = [float(c.max(initial=0)) + 1 for c in columns]
+    if float(np.prod(spans)) < 2.0**62:
+        packed = columns[0].copy()
+        for column, span in zip(columns[1:], spans[1:], strict=True):
+            packed *= int(span)
+            packed += column
+        order = np.argsort(packed, kind="stable")
+        ordered = packed[order]
+        differs = ordered[1:] != ordered[:-1]
+    else:
+        keys = np.stack(columns, axis=1)
+        order = np.lexsort(keys.T[::-1])
+        ordered_rows = keys[order]
+        differs = np.any(ordered_rows[1:] != ordered_rows[:-1], axis=1)
+    starts = np.flatnonzero(np.concatenate([[True], differs])) if order.shape[0] else order
+    return order, starts
 
 
 MAX_LEVEL_BYTES = 4 << 30
@@ -494,14 +510,11 @@ def walk_grammar_tokens(
             break
         _check_deadline(deadline)
         # Merge equal (node, shape, seq, constraints) entries; OR their origin bitsets.
-        e_state = canon[canon_row(e_node), e_state]
-        cfg_key = np.stack([e_node, e_seq, e_cid, e_state], axis=1)
-        order = _sort_rows(cfg_key)
-        cfg_key = cfg_key[order]
-        differs = np.any(cfg_key[1:] != cfg_key[:-1], axis=1)
-        starts = np.flatnonzero(np.concatenate([[True], differs]))
+        e_state = canon[canon_row(e_node), e_state].astype(np.int64)
+        order, starts = _equal_runs((e_node, e_seq, e_cid, e_state))
         bits = _or_runs(e_bits, order, starts)
-        node, seq, cid, state = (cfg_key[starts, i] for i in range(4))
+        heads = order[starts]
+        node, seq, cid, state = e_node[heads], e_seq[heads], e_cid[heads], e_state[heads]
         at_token = is_token_node[node]
         if at_token.any():
             rec_node.append(node[at_token])
