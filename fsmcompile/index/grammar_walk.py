@@ -190,23 +190,45 @@ class WalkRecords:
     origins: npt.NDArray[np.uint64]
 
 
+@dataclass(frozen=True, slots=True)
+class _RowSource:
+    """Origin bitsets a level's entries read theirs from: the previous level's rows, then
+    `extra` rows (context splits, served entries' exits), numbered on after them.
+
+    Entries carry an index into it until they merge, so a level gathers each bitset
+    once, not once per step that filters its entries.
+    """
+
+    rows: npt.NDArray[np.uint64]
+    extra: npt.NDArray[np.uint64] | None = None
+
+    def take(self, index: npt.NDArray[np.int64]) -> npt.NDArray[np.uint64]:
+        if self.extra is None:
+            return self.rows[index]
+        out = np.empty((index.shape[0], self.rows.shape[1]), dtype=np.uint64)
+        low = index < self.rows.shape[0]
+        out[low] = self.rows[index[low]]
+        out[~low] = self.extra[index[~low] - self.rows.shape[0]]
+        return out
+
+
 def _or_runs(
-    bits: npt.NDArray[np.uint64], order: npt.NDArray[np.int64], starts: npt.NDArray[np.int64]
+    source: _RowSource, order: npt.NDArray[np.int64], starts: npt.NDArray[np.int64]
 ) -> npt.NDArray[np.uint64]:
-    """Rows `bits[order]` ORed over each run that begins at `starts`.
+    """Rows `source.take(order)` ORed over each run that begins at `starts`.
 
     Most runs hold one entry (a walk merges rarely when few states share a shape), so
     only the rows of longer runs are gathered and reduced: with wide origin bitsets,
     copying every row twice was most of the walk.
     """
     if order.shape[0] == starts.shape[0]:
-        return bits[order]
-    out = bits[order[starts]]
+        return source.take(order)
+    out = source.take(order[starts])
     lengths = np.diff(np.append(starts, order.shape[0]))
     multi = np.flatnonzero(lengths > 1)
     members = order[np.repeat(lengths > 1, lengths)]
     local_starts = np.concatenate([[0], np.cumsum(lengths[multi])[:-1]])
-    out[multi] = np.bitwise_or.reduceat(bits[members], local_starts, axis=0)
+    out[multi] = np.bitwise_or.reduceat(source.take(members), local_starts, axis=0)
     return out
 
 
@@ -343,7 +365,7 @@ def walk_grammar_tokens(
     order = np.argsort(start_shape, kind="stable")
     starts0 = np.flatnonzero(np.concatenate([[True], np.diff(start_shape[order]) != 0]))
     state = start_shape[order][starts0].astype(np.int64)
-    bits = _or_runs(onehot, order, starts0)
+    bits = _or_runs(_RowSource(onehot), order, starts0)
     seq = np.zeros(state.shape[0], dtype=np.int64)
     node = np.zeros(state.shape[0], dtype=np.int64)
     cid = np.zeros(state.shape[0], dtype=np.int64)
@@ -402,7 +424,10 @@ def walk_grammar_tokens(
         part_state = [nq[stay]]
         part_seq = [seq[parent[stay]]]
         part_fork = [np.full(stay.shape[0], -1, dtype=np.int64)]
-        part_bits = [bits[parent[stay]]]
+        # Where each entry's origin bitset is: an index into `bits`, then into `extra`.
+        part_src = [parent[stay]]
+        extra: list[npt.NDArray[np.uint64]] = []
+        num_rows = bits.shape[0]
         is_ign = cut & ignored_arr[lab]
         known = np.flatnonzero(is_ign & (seq[parent] > 0))
         if known.shape[0]:
@@ -415,7 +440,7 @@ def walk_grammar_tokens(
             part_state.append(trans[shapes.context_start[ctx], cls[known]])
             part_seq.append(seq[parent[known]])
             part_fork.append(fork[known])
-            part_bits.append(bits[parent[known]])
+            part_src.append(parent[known])
         at_origin = np.flatnonzero(is_ign & (seq[parent] == 0))
         for k in range(num_contexts) if at_origin.shape[0] else ():
             split = bits[parent[at_origin]] & context_bits[k]
@@ -427,7 +452,9 @@ def walk_grammar_tokens(
             part_state.append(trans[shapes.context_start[k], cls[sel]])
             part_seq.append(seq[parent[sel]])
             part_fork.append(fork[sel])
-            part_bits.append(split[some])
+            part_src.append(np.arange(num_rows, num_rows + sel.shape[0]))
+            extra.append(split[some])
+            num_rows += sel.shape[0]
         is_tok = np.flatnonzero(cut & ~ignored_arr[lab])
         if is_tok.shape[0]:
             # Each cut edge once per context the parser may be in after its terminal.
@@ -451,20 +478,20 @@ def walk_grammar_tokens(
             part_state.append(fresh[ok])
             part_seq.append(new[inv.reshape(-1)])
             part_fork.append(fork[sel])
-            part_bits.append(bits[parent[sel]])
+            part_src.append(parent[sel])
         _check_deadline(deadline)  # each step of a wide level can take seconds
         e_edge = np.concatenate(part_edge)
         e_state = np.concatenate(part_state)
         e_seq = np.concatenate(part_seq)
         e_fork = np.concatenate(part_fork)
-        e_bits = np.concatenate(part_bits)
+        e_src = np.concatenate(part_src)
         keep = e_state >= 0
-        e_edge, e_state, e_seq, e_fork, e_bits = (
+        e_edge, e_state, e_seq, e_fork, e_src = (
             e_edge[keep],
             e_state[keep],
             e_seq[keep],
             e_fork[keep],
-            e_bits[keep],
+            e_src[keep],
         )
         e_cid = cid[parent[e_edge]]
         # Constraints: step the open ones with this byte, add the fork's new one.
@@ -487,12 +514,12 @@ def walk_grammar_tokens(
             e_cid = e_cid.copy()
             e_cid[b_idx] = mapped[inv.reshape(-1)]
             alive = e_cid >= 0
-            e_edge, e_state, e_seq, e_cid, e_bits = (
+            e_edge, e_state, e_seq, e_cid, e_src = (
                 e_edge[alive],
                 e_state[alive],
                 e_seq[alive],
                 e_cid[alive],
-                e_bits[alive],
+                e_src[alive],
             )
         _check_deadline(deadline)
         e_node = child[e_edge]
@@ -501,18 +528,21 @@ def walk_grammar_tokens(
             e_seq = np.concatenate([e_seq, joined.seq])
             e_cid = np.concatenate([e_cid, np.zeros(joined.nodes.shape[0], dtype=np.int64)])
             e_state = np.concatenate([e_state, joined.states])
-            e_bits = np.concatenate([e_bits, joined.bits])
+            e_src = np.concatenate([e_src, np.arange(num_rows, num_rows + joined.nodes.shape[0])])
+            extra.append(joined.bits)
+            num_rows += joined.nodes.shape[0]
         if e_state.shape[0] == 0:
             if any(d > depth for d in pending):
                 state = node = seq = cid = e_state
-                bits = e_bits
+                bits = np.zeros((0, words), dtype=np.uint64)
                 continue
             break
         _check_deadline(deadline)
         # Merge equal (node, shape, seq, constraints) entries; OR their origin bitsets.
         e_state = canon[canon_row(e_node), e_state].astype(np.int64)
         order, starts = _equal_runs((e_node, e_seq, e_cid, e_state))
-        bits = _or_runs(e_bits, order, starts)
+        source = _RowSource(bits, np.concatenate(extra) if extra else None)
+        bits = _or_runs(source, e_src[order], starts)
         heads = order[starts]
         node, seq, cid, state = e_node[heads], e_seq[heads], e_cid[heads], e_state[heads]
         at_token = is_token_node[node]
