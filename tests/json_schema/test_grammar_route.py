@@ -431,13 +431,9 @@ def test_the_key_of_extra_members_stays_with_its_comma_and_quotes() -> None:
     from_rules._grammar(writer, ROOT_RULE, None)  # no lexing conflict to retry from
 
 
-def test_a_drop_no_priority_can_mend_is_refused_at_once(monkeypatch) -> None:
-    """`<` is tried before `<a>` and drops it; tried first instead, `<a>` would swallow
-    the `<` `a` that the other reading needs next. Raising its priority cannot help, so
-    the grammar is refused after its first build, not rebuilt to find that out."""
-    from fsmcompile.automaton.ir import Alt, Ref, literal, seq
-    from fsmcompile.errors import UnsupportedFeatureError
-    from fsmcompile.spec.lark import from_rules, loading
+def _count_lark_builds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The texts lark builds from here on, as `load_lark_grammar` receives them."""
+    from fsmcompile.spec.lark import loading
 
     builds: list[str] = []
     load = loading.load_lark_grammar
@@ -447,6 +443,18 @@ def test_a_drop_no_priority_can_mend_is_refused_at_once(monkeypatch) -> None:
         return load(text, *args, **kwargs)
 
     monkeypatch.setattr(loading, "load_lark_grammar", counted)
+    return builds
+
+
+def test_a_drop_no_priority_can_mend_is_refused_at_once(monkeypatch) -> None:
+    """`<` is tried before `<a>` and drops it; tried first instead, `<a>` would swallow
+    the `<` `a` that the other reading needs next. Raising its priority cannot help, so
+    the grammar is refused after its first build, not rebuilt to find that out."""
+    from fsmcompile.automaton.ir import Alt, Ref, literal, seq
+    from fsmcompile.errors import UnsupportedFeatureError
+    from fsmcompile.spec.lark import from_rules
+
+    builds = _count_lark_builds(monkeypatch)
     rules = {
         "s": Alt(
             (seq(literal("<"), Ref("s"), literal(">")), seq(literal("["), Ref("r"), literal("]")))
@@ -456,3 +464,35 @@ def test_a_drop_no_priority_can_mend_is_refused_at_once(monkeypatch) -> None:
     with pytest.raises(UnsupportedFeatureError, match="can both read '<a'"):
         from_rules.grammar_from_rules(rules, "s")
     assert len(builds) == 1
+
+
+def test_a_priority_round_sorts_the_contexts_as_lark_would_and_builds_once(monkeypatch) -> None:
+    """`<` (T0) is tried before `<ab>` (T2) and drops it, so T2 gets priority 1. That
+    changes only the order lark's lexer tries terminals, not the parse table: the round
+    re-sorts the contexts without a second LALR build, and they come out as lark orders
+    them for the text with the priority written in."""
+    import re
+
+    from fsmcompile.automaton.ir import Alt, Ref, literal, seq
+    from fsmcompile.spec.lark import from_rules
+
+    rules = {
+        "s": Alt((seq(literal("<"), Ref("s"), literal(">")), seq(literal("<ab>"), Ref("t")))),
+        "t": Alt((literal("x"), seq(literal("["), Ref("t"), literal("]")))),
+    }
+    writer = from_rules._Writer(rules, 200_000, None)
+    text = writer.text("s")
+    prioritized, _ = from_rules._lalr(
+        writer, re.sub(r"^T2: /", "T2.1: /", text, flags=re.MULTILINE), None
+    )
+    builds = _count_lark_builds(monkeypatch)
+    grammar = from_rules.grammar_from_rules(rules, "s")
+    assert len(builds) == 1
+    assert grammar.contexts == prioritized.contexts
+    assert any(
+        c.terminals.index(2) < c.terminals.index(0)
+        for c in grammar.contexts
+        if 0 in c.terminals and 2 in c.terminals
+    )
+    for name in ("action", "goto", "context_of_state"):
+        assert (getattr(grammar.table, name) == getattr(prioritized.table, name)).all()

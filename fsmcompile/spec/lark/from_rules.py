@@ -18,7 +18,7 @@ break this (overlapping `anyOf` branches around a recursive part) are refused wi
 but for those between copies of one rule, which are merged (`_merge_twins`). lark tries
 a context's terminals in order (priority, then pattern length, then name), and one that
 ends a lexeme drops those after it: where that would drop a terminal that reads on (`<`
-before `<ab>`), the dropped one gets a higher priority and the grammar is built again.
+before `<ab>`), the dropped one gets a higher priority and the contexts are sorted again.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import math
 import re
 import time
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 import numpy as np
@@ -55,7 +55,7 @@ from fsmcompile.errors import (
     UnsupportedFeatureError,
 )
 from fsmcompile.memo import StageMemo
-from fsmcompile.spec.lark.grammar import LarkGrammar, ParseTable
+from fsmcompile.spec.lark.grammar import LarkGrammar, LexerContext, ParseTable
 
 __all__ = ["grammar_from_rules"]
 
@@ -560,11 +560,10 @@ def grammar_from_rules(
 def _grammar(writer: _Writer, start: str, deadline: float | None) -> LarkGrammar:
     """The grammar of `writer`'s text; lexing conflicts where a terminal drops one that
     could read on (`_LexingConflict.dropped`) are met by raising the dropped one's
-    priority, in up to `_PRIORITY_ROUNDS` more builds."""
-    text = writer.text(start)
+    priority, in up to `_PRIORITY_ROUNDS` more rounds of the lexing check."""
+    grammar, text = _lalr(writer, writer.text(start), deadline)
     ranks: dict[str, int] = {}
     for round_ in range(_PRIORITY_ROUNDS + 1):
-        grammar, text = _lalr(writer, text, deadline)
         try:
             _check_contexts(grammar)
         except _LexingConflict as exc:
@@ -572,7 +571,7 @@ def _grammar(writer: _Writer, start: str, deadline: float | None) -> LarkGrammar
                 raise
             for first, dropped in exc.dropped:
                 ranks[dropped] = max(ranks.get(dropped, 0), ranks.get(first, 0) + 1)
-            text = _with_priorities(text, ranks)
+            grammar = _reprioritized(grammar, ranks)
             continue
         logger.debug(
             "generated grammar: %d rules, %d terminals, %d parser states",
@@ -615,18 +614,26 @@ def _lalr(writer: _Writer, text: str, deadline: float | None) -> tuple[LarkGramm
     )
 
 
-_TERMINAL_LINE = re.compile(r"^(T\d+)(?:\.\d+)?: /", re.MULTILINE)
+def _reprioritized(grammar: LarkGrammar, ranks: dict[str, int]) -> LarkGrammar:
+    """`grammar` with each ranked terminal given its rank as lark priority.
 
+    Terminal priorities only change the order a lexer context tries its terminals, not
+    the parse table or which terminals a context holds, so the table is kept and each
+    context re-sorted the way lark's lexer sorts them: priority, then the pattern's
+    width and length, then the name. A generated terminal's pattern is its own name
+    between two private-use characters, so width and length both grow with the name's
+    length. Rebuilding the table instead cost seconds for a schema of hundreds of
+    members.
+    """
+    names = [t.name for t in grammar.terminals]
 
-def _with_priorities(text: str, ranks: dict[str, int]) -> str:
-    """`text` with each ranked terminal given its rank as lark priority (lark's lexer
-    tries terminals by priority first)."""
+    def key(t: int) -> tuple[int, int, str]:
+        return (-ranks.get(names[t], 0), -len(names[t]), names[t])
 
-    def line(found: re.Match[str]) -> str:
-        rank = ranks.get(found.group(1), 0)
-        return f"{found.group(1)}.{rank}: /" if rank else f"{found.group(1)}: /"
-
-    return _TERMINAL_LINE.sub(line, text)
+    contexts = tuple(
+        LexerContext(tuple(sorted(c.terminals, key=key)), c.unless) for c in grammar.contexts
+    )
+    return replace(grammar, contexts=contexts)
 
 
 def _terminal_names(tree: _Tree) -> Iterator[str]:
@@ -715,7 +722,7 @@ _MAX_SEQUENCE = 16
 _MERGE_ROUNDS = 8
 """Rounds of `_merge_twins` before a grammar's LALR collisions count as real."""
 _PRIORITY_ROUNDS = 4
-"""Builds with raised terminal priorities (`_grammar`) before a dropped terminal counts as
+"""Rounds of raised terminal priorities (`_grammar`) before a dropped terminal counts as
 a real lexing conflict: a rank per round, and chains of terminals that each read on
 further than the last are short."""
 _COLLISION = re.compile(
