@@ -190,45 +190,23 @@ class WalkRecords:
     origins: npt.NDArray[np.uint64]
 
 
-@dataclass(frozen=True, slots=True)
-class _RowSource:
-    """Origin bitsets a level's entries read theirs from: the previous level's rows, then
-    `extra` rows (context splits, served entries' exits), numbered on after them.
-
-    Entries carry an index into it until they merge, so a level gathers each bitset
-    once, not once per step that filters its entries.
-    """
-
-    rows: npt.NDArray[np.uint64]
-    extra: npt.NDArray[np.uint64] | None = None
-
-    def take(self, index: npt.NDArray[np.int64]) -> npt.NDArray[np.uint64]:
-        if self.extra is None:
-            return self.rows[index]
-        out = np.empty((index.shape[0], self.rows.shape[1]), dtype=np.uint64)
-        low = index < self.rows.shape[0]
-        out[low] = self.rows[index[low]]
-        out[~low] = self.extra[index[~low] - self.rows.shape[0]]
-        return out
-
-
 def _or_runs(
-    source: _RowSource, order: npt.NDArray[np.int64], starts: npt.NDArray[np.int64]
+    bits: npt.NDArray[np.uint64], order: npt.NDArray[np.int64], starts: npt.NDArray[np.int64]
 ) -> npt.NDArray[np.uint64]:
-    """Rows `source.take(order)` ORed over each run that begins at `starts`.
+    """Rows `bits[order]` ORed over each run that begins at `starts`.
 
     Most runs hold one entry (a walk merges rarely when few states share a shape), so
     only the rows of longer runs are gathered and reduced: with wide origin bitsets,
     copying every row twice was most of the walk.
     """
     if order.shape[0] == starts.shape[0]:
-        return source.take(order)
-    out = source.take(order[starts])
+        return np.take(bits, order, axis=0)
+    out = np.take(bits, order[starts], axis=0)
     lengths = np.diff(np.append(starts, order.shape[0]))
     multi = np.flatnonzero(lengths > 1)
     members = order[np.repeat(lengths > 1, lengths)]
     local_starts = np.concatenate([[0], np.cumsum(lengths[multi])[:-1]])
-    out[multi] = np.bitwise_or.reduceat(source.take(members), local_starts, axis=0)
+    out[multi] = np.bitwise_or.reduceat(np.take(bits, members, axis=0), local_starts, axis=0)
     return out
 
 
@@ -365,7 +343,7 @@ def walk_grammar_tokens(
     order = np.argsort(start_shape, kind="stable")
     starts0 = np.flatnonzero(np.concatenate([[True], np.diff(start_shape[order]) != 0]))
     state = start_shape[order][starts0].astype(np.int64)
-    bits = _or_runs(_RowSource(onehot), order, starts0)
+    bits = _or_runs(onehot, order, starts0)
     seq = np.zeros(state.shape[0], dtype=np.int64)
     node = np.zeros(state.shape[0], dtype=np.int64)
     cid = np.zeros(state.shape[0], dtype=np.int64)
@@ -541,7 +519,9 @@ def walk_grammar_tokens(
         # Merge equal (node, shape, seq, constraints) entries; OR their origin bitsets.
         e_state = canon[canon_row(e_node), e_state].astype(np.int64)
         order, starts = _equal_runs((e_node, e_seq, e_cid, e_state))
-        source = _RowSource(bits, np.concatenate(extra) if extra else None)
+        # Entries point at their origin bitsets (`e_src`) until they merge: every filter
+        # of the level moved indices, and each row is gathered once, here.
+        source = np.concatenate([bits, *extra]) if extra else bits
         bits = _or_runs(source, e_src[order], starts)
         heads = order[starts]
         node, seq, cid, state = e_node[heads], e_seq[heads], e_cid[heads], e_state[heads]

@@ -319,14 +319,9 @@ def test_first_and_inverse_is_numpy_unique(values: list[int]) -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(
-    st.lists(st.integers(1, 4), min_size=1, max_size=12),
-    st.integers(0, 48),
-    st.randoms(use_true_random=False),
-)
-def test_or_runs_matches_a_reduce_per_run(lengths: list[int], split: int, rng) -> None:
-    """Runs of rows read from a level's rows and the extra rows numbered after them."""
-    from fsmcompile.index.grammar_walk import _or_runs, _RowSource
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=12), st.randoms(use_true_random=False))
+def test_or_runs_matches_a_reduce_per_run(lengths: list[int], rng) -> None:
+    from fsmcompile.index.grammar_walk import _or_runs
 
     n = sum(lengths)
     bits = np.array([[rng.getrandbits(64) for _ in range(2)] for _ in range(n)], dtype=np.uint64)
@@ -336,6 +331,4 @@ def test_or_runs_matches_a_reduce_per_run(lengths: list[int], split: int, rng) -
         np.bitwise_or.reduce(bits[order[s : s + k]], axis=0)
         for s, k in zip(starts.tolist(), lengths, strict=True)
     ]
-    cut = min(split, n)
-    source = _RowSource(bits[:cut], bits[cut:] if cut < n else None)
-    assert np.array_equal(_or_runs(source, order, starts), np.array(expected))
+    assert np.array_equal(_or_runs(bits, order, starts), np.array(expected))
