@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -210,6 +211,16 @@ def _or_runs(
     return out
 
 
+def _picked(
+    where: npt.NDArray[np.bool_] | npt.NDArray[np.int64], *arrays: npt.NDArray[Any]
+) -> tuple[npt.NDArray[Any], ...]:
+    """The rows of each array that `where` picks (a mask or indices), by one `np.take`
+    each: on a level's entries a boolean index cost 4-5x as much (35 against 7 µs per
+    30k int64, 190 against 40 for their eight-word bitsets)."""
+    index = np.flatnonzero(where) if where.dtype == np.bool_ else where
+    return tuple(np.take(a, index, axis=0) for a in arrays)
+
+
 def _equal_runs(
     columns: tuple[npt.NDArray[np.int64], ...],
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
@@ -356,7 +367,7 @@ def walk_grammar_tokens(
             return np.zeros(state.shape[0], dtype=np.bool_)
         picked: npt.NDArray[np.bool_] = (regions.role_of[state] >= 0) & (cid == 0)
         if picked.any():
-            left = regions.serve(depth, node[picked], state[picked], seq[picked], bits[picked])
+            left = regions.serve(depth, *_picked(picked, node, state, seq, bits))
             left_depth = depth_of[left.nodes]
             for d in np.unique(left_depth).tolist():
                 at = left_depth == d
@@ -366,8 +377,11 @@ def walk_grammar_tokens(
         return picked
 
     kept = ~served(0)
-    state, bits, node, seq, cid = state[kept], bits[kept], node[kept], seq[kept], cid[kept]
-    rec_node, rec_state, rec_seq, rec_bits = [], [], [], []
+    state, bits, node, seq, cid = _picked(kept, state, bits, node, seq, cid)
+    rec_node: list[npt.NDArray[Any]] = []
+    rec_state: list[npt.NDArray[Any]] = []
+    rec_seq: list[npt.NDArray[Any]] = []
+    rec_bits: list[npt.NDArray[Any]] = []
     first_level = True
     depth = 0
 
@@ -391,7 +405,7 @@ def walk_grammar_tokens(
         # every first byte), so they are dropped before the rest of the step.
         live = np.flatnonzero((nq >= 0) if first_level else (nq >= 0) | (lab >= 0))
         first_level = False
-        parent, child, cls, q, nq, lab = (a[live] for a in (parent, child, cls, q, nq, lab))
+        parent, child, cls, q, nq, lab = _picked(live, parent, child, cls, q, nq, lab)
         cut = (lab >= 0) & ~has_label[nq]
         fork = np.where(cut & (nq >= 0), nq, -1)
 
@@ -464,13 +478,7 @@ def walk_grammar_tokens(
         e_fork = np.concatenate(part_fork)
         e_src = np.concatenate(part_src)
         keep = e_state >= 0
-        e_edge, e_state, e_seq, e_fork, e_src = (
-            e_edge[keep],
-            e_state[keep],
-            e_seq[keep],
-            e_fork[keep],
-            e_src[keep],
-        )
+        e_edge, e_state, e_seq, e_fork, e_src = _picked(keep, e_edge, e_state, e_seq, e_fork, e_src)
         e_cid = cid[parent[e_edge]]
         # Constraints: step the open ones with this byte, add the fork's new one.
         busy = (e_cid != 0) | (e_fork >= 0)
@@ -492,12 +500,8 @@ def walk_grammar_tokens(
             e_cid = e_cid.copy()
             e_cid[b_idx] = mapped[inv.reshape(-1)]
             alive = e_cid >= 0
-            e_edge, e_state, e_seq, e_cid, e_src = (
-                e_edge[alive],
-                e_state[alive],
-                e_seq[alive],
-                e_cid[alive],
-                e_src[alive],
+            e_edge, e_state, e_seq, e_cid, e_src = _picked(
+                alive, e_edge, e_state, e_seq, e_cid, e_src
             )
         _check_deadline(deadline)
         e_node = child[e_edge]
@@ -527,12 +531,14 @@ def walk_grammar_tokens(
         node, seq, cid, state = e_node[heads], e_seq[heads], e_cid[heads], e_state[heads]
         at_token = is_token_node[node]
         if at_token.any():
-            rec_node.append(node[at_token])
-            rec_state.append(state[at_token])
-            rec_seq.append(seq[at_token])
-            rec_bits.append(bits[at_token])
+            for out, values in zip(
+                (rec_node, rec_state, rec_seq, rec_bits),
+                _picked(at_token, node, state, seq, bits),
+                strict=True,
+            ):
+                out.append(values)
         kept = ~served(depth)
-        node, seq, cid, state, bits = node[kept], seq[kept], cid[kept], state[kept], bits[kept]
+        node, seq, cid, state, bits = _picked(kept, node, seq, cid, state, bits)
     if not rec_node:
         empty = np.zeros(0, dtype=np.int64)
         return WalkRecords(empty, empty, empty, np.zeros((0, words), dtype=np.uint64))
