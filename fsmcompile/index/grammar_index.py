@@ -376,7 +376,7 @@ def _groups(
     group_tokens = np.concatenate([tokens[listed], *listed_stays])
     # Entries: (origin, group) pairs from each group's origin bitset, sorted by origin.
     words = records.origins.shape[1]
-    group_origins = np.concatenate([records.origins[first], stays.origins(words)])
+    group_origins = np.concatenate([np.take(records.origins, first, axis=0), stays.origins(words)])
     entry_group, entry_origin = _set_bits_of_rows(group_origins, num_origins)
     order = np.lexsort((entry_group, entry_origin))
     entry_group, entry_origin = entry_group[order], entry_origin[order]

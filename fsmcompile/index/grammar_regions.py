@@ -323,14 +323,14 @@ class RegionServer:
                 np.concatenate(run_b),
                 np.concatenate(run_state),
                 seq[entry],
-                bits[entry],
+                np.take(bits, entry, axis=0),
             )
         leaving = np.concatenate(exit_entry)
         return Entries(
             nodes=np.concatenate(exit_node),
             states=np.concatenate(exit_state),
             seq=seq[leaving],
-            bits=bits[leaving],
+            bits=np.take(bits, leaving, axis=0),
         )
 
     def _stay_runs(
@@ -387,7 +387,7 @@ class RegionServer:
         stays.sizes += size_list
         stays.rows += rows
         stays.sources += sources
-        stays.origin_blocks.append(bits[first])
+        stays.origin_blocks.append(np.take(bits, first, axis=0))
         for g, row in enumerate(rows):
             lo, hi = run_start_list[g], run_start_list[g + 1]
             if row is not None:  # a kept row needs no tokens

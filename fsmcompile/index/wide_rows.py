@@ -59,8 +59,8 @@ def unique_wide_rows(
     for lo in range(0, rows.shape[0], _CHUNK_ROWS):
         firsts = first[inv[lo : lo + _CHUNK_ROWS]]
         if not (
-            np.array_equal(keys[lo : lo + _CHUNK_ROWS], keys[firsts])
-            and np.array_equal(rows[lo : lo + _CHUNK_ROWS], rows[firsts])
+            np.array_equal(keys[lo : lo + _CHUNK_ROWS], np.take(keys, firsts, axis=0))
+            and np.array_equal(rows[lo : lo + _CHUNK_ROWS], np.take(rows, firsts, axis=0))
         ):
             both = np.concatenate([keys, rows], axis=1)
             _, first, inv = np.unique(both, axis=0, return_index=True, return_inverse=True)
