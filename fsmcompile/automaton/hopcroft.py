@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fsmcompile.automaton.budget import Budget
-from fsmcompile.automaton.fragment import Table
+from fsmcompile.automaton.fragment import Table, sorted_unique
 
 
 def refine(trans: Table, blocks: npt.NDArray[np.int32], budget: Budget) -> npt.NDArray[np.int32]:
@@ -44,7 +44,7 @@ def refine(trans: Table, blocks: npt.NDArray[np.int32], budget: Budget) -> npt.N
     pred_cls = cls[order].tolist()
     pred_ptr = np.searchsorted(dst[order], np.arange(num_states + 1)).tolist()
     # The classes each state is entered on: a block is a useful splitter only on those.
-    pairs = np.unique(dst.astype(np.int64) * width + cls)
+    pairs = sorted_unique(dst.astype(np.int64) * width + cls)
     entered: list[list[int]] = [[] for _ in range(num_states)]
     for state, c in zip((pairs // width).tolist(), (pairs % width).tolist(), strict=True):
         entered[state].append(c)

@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fsmcompile.automaton.budget import Budget
-from fsmcompile.automaton.fragment import Flags, Fragment, Table, unique_rows
+from fsmcompile.automaton.fragment import Flags, Fragment, Table, sorted_unique, unique_rows
 from fsmcompile.automaton.hopcroft import refine
 
 Blocks = npt.NDArray[np.int32]
@@ -125,7 +125,7 @@ class _Graph:
         self.dst: list[int] = dst.tolist()
         # Peeling needs each (state, target) pair once: UTF-8 continuation ranges often
         # split into several classes with one target, and every edge is a Python step.
-        pairs = np.unique(src.astype(np.int64) * num_states + dst)
+        pairs = sorted_unique(src.astype(np.int64) * num_states + dst)
         pair_src, pair_dst = pairs // num_states, pairs % num_states
         self.succ_ptr: list[int] = np.searchsorted(pair_src, points).tolist()
         self.succ: list[int] = pair_dst.tolist()
@@ -216,7 +216,7 @@ def _moore(
     """
     rows = trans[core]
     width = rows.shape[1] + 1
-    count = len(np.unique(blocks[core]))
+    count = len(sorted_unique(blocks[core]))
     for round_number in range(_MOORE_ROUNDS):
         budget.check_time()
         lookup = np.append(blocks, np.int32(-1))

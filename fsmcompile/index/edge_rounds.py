@@ -21,6 +21,7 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
+from fsmcompile.automaton.fragment import sorted_unique
 from fsmcompile.index.sorted_keys import concatenated_ranges
 
 
@@ -103,7 +104,7 @@ class EdgeRounds:
             g_label[moved] = new_ids
             label[dirty] = g_label[group]
             changed = dirty[moved[group]]
-            dirty = np.unique(self.sources(changed))
+            dirty = sorted_unique(self.sources(changed))
         return label
 
     def targets(

@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fsmcompile.automaton.dfa import ByteDFA
-from fsmcompile.automaton.fragment import unique_rows
+from fsmcompile.automaton.fragment import sorted_unique, unique_rows
 from fsmcompile.automaton.ir import (
     Alt,
     And,
@@ -292,7 +292,7 @@ def _co_reachable(
         found = preds[positions_of(by_target, frontier)[0]]
         found = found[~reached[found]]
         reached[found] = True
-        frontier = np.unique(found)
+        frontier = sorted_unique(found)
     return reached
 
 

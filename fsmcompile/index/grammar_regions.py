@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fsmcompile.automaton.dfa import ByteDFA
+from fsmcompile.automaton.fragment import sorted_unique
 from fsmcompile.index.bits import bitmask_words, pack_bool_rows, unpack_row
 from fsmcompile.index.grammar_lexer import LexerShapes
 from fsmcompile.index.regions import Region, find_regions, walk_roles
@@ -374,7 +375,7 @@ class RegionServer:
         lengths = np.where(np.repeat((runs > 1) & wanted, runs), run_b - run_a, 0)
         ends = np.cumsum(lengths)
         gathered = np.empty(int(ends[-1]) if ends.shape[0] else 0, dtype=np.int64)
-        for k in np.unique(run_view[lengths > 0]).tolist():
+        for k in sorted_unique(run_view[lengths > 0]).tolist():
             sel = np.flatnonzero((run_view == k) & (lengths > 0))
             step = concatenated_ranges(lengths[sel])
             at = np.repeat(ends[sel] - lengths[sel], lengths[sel]) + step

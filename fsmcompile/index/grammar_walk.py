@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fsmcompile.automaton.dfa import ByteDFA
+from fsmcompile.automaton.fragment import sorted_unique
 from fsmcompile.errors import BudgetExceededError
 from fsmcompile.index.grammar_lexer import LexerAutomaton, LexerShapes
 from fsmcompile.index.grammar_regions import MAX_SERVED_DEPTH, Entries, RegionServer
@@ -369,7 +370,7 @@ def walk_grammar_tokens(
         if picked.any():
             left = regions.serve(depth, *_picked(picked, node, state, seq, bits))
             left_depth = depth_of[left.nodes]
-            for d in np.unique(left_depth).tolist():
+            for d in sorted_unique(left_depth).tolist():
                 at = left_depth == d
                 pending.setdefault(d, []).append(
                     Entries(left.nodes[at], left.states[at], left.seq[at], left.bits[at])

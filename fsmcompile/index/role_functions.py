@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from fsmcompile.automaton.fragment import sorted_unique
 from fsmcompile.vocabulary.trie import TokenTrie
 
 DEAD = 0
@@ -99,7 +100,7 @@ class _Functions:
 
     def resolve(self, keys: npt.NDArray[np.int32]) -> None:
         """Compute the moves of the (function * 256 + byte) `keys` not known yet."""
-        pairs = np.unique(keys)
+        pairs = sorted_unique(keys)
         func, byte = pairs // 256, pairs % 256
         values = np.asarray([self.values[f] for f in func.tolist()], dtype=np.int64)
         moved = np.where(values >= 0, self.step[np.maximum(values, 0), byte[:, None]], -1).astype(

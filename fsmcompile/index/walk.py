@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fsmcompile.automaton.dfa import ByteDFA
+from fsmcompile.automaton.fragment import sorted_unique
 from fsmcompile.errors import BudgetExceededError
 from fsmcompile.index.bits import bitmask_words
 from fsmcompile.index.levels import LivenessLevels
@@ -128,7 +129,7 @@ def walk_live_tokens(
     injected_by_depth: dict[int, npt.NDArray[np.int64]] = {}
     if injections is not None and injections.nodes.shape[0]:
         injected_depth = trie.node_depths()[injections.nodes]
-        for depth in np.unique(injected_depth).tolist():
+        for depth in sorted_unique(injected_depth).tolist():
             injected_by_depth[int(depth)] = np.flatnonzero(injected_depth == depth)
     for depth in range(1, trie.depth + 1):
         if deadline is not None and time.monotonic() > deadline:

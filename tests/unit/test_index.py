@@ -222,3 +222,20 @@ def test_unique_mask_rows_matches_sorting_every_row(collide: bool, monkeypatch) 
         expected_first, expected_inverse = unique_rows(rows)
         assert first.tolist() == expected_first.tolist()
         assert inverse.tolist() == expected_inverse.tolist()
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint64])
+def test_sorted_unique_is_np_unique(dtype) -> None:
+    """Empty, single, all-equal and random arrays, with repeats and negative values."""
+    from fsmcompile.automaton.fragment import sorted_unique
+
+    rng = np.random.default_rng(11)
+    low = 0 if dtype == np.uint64 else -50
+    cases = [np.zeros(0, dtype), np.array([3], dtype), np.full(7, 5, dtype)]
+    cases += [
+        rng.integers(low, 50, size=int(rng.integers(1, 300))).astype(dtype) for _ in range(30)
+    ]
+    for values in cases:
+        got = sorted_unique(values)
+        assert got.dtype == values.dtype
+        assert got.tolist() == np.unique(values).tolist()
