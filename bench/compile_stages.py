@@ -67,16 +67,25 @@ def _wrap(owner: Any, name: str, label: str, spent: dict[str, float]) -> None:
     setattr(owner, name, timed)
 
 
+def stage_owner(label: str, module_name: str, path: str) -> tuple[Any, str]:
+    """(object holding the stage's function, its attribute name), as the compile looks
+    the function up; SystemExit naming the stage when the code no longer has it."""
+    owner: Any = importlib.import_module(module_name)
+    *parents, name = path.split(".")
+    for part in parents:
+        owner = getattr(owner, part, None)
+    if owner is None or not hasattr(owner, name):
+        raise SystemExit(f"stage {label!r}: {module_name}.{path} no longer exists")
+    return owner, name
+
+
+ALL_STAGES = (*STAGES, *NESTED, ("grammar", *GRAMMAR_MARK))
+
+
 def install_timers(spent: dict[str, float]) -> None:
     """Wrap every stage of `STAGES` (and the grammar-route mark) to add into `spent`."""
-    for label, module_name, path in (*STAGES, *NESTED, ("grammar", *GRAMMAR_MARK)):
-        owner: Any = importlib.import_module(module_name)
-        *parents, name = path.split(".")
-        for part in parents:
-            owner = getattr(owner, part)
-        if not hasattr(owner, name):
-            raise SystemExit(f"stage {label!r}: {module_name}.{path} no longer exists")
-        _wrap(owner, name, label, spent)
+    for label, module_name, path in ALL_STAGES:
+        _wrap(*stage_owner(label, module_name, path), label, spent)
 
 
 def band_shares(rows: list[dict[str, Any]]) -> dict[str, float]:
