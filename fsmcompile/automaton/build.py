@@ -142,6 +142,8 @@ class _Builder:
         self.memo: dict[int, tuple[Node, Fragment]] = {}  # id → (node kept alive, result)
         # id → (id of the node it was built for, as built): what that node takes.
         self._fresh: dict[int, tuple[int, Fragment]] = {}
+        # id of a concatenation waiting for its parts → its runs (`_concat_runs`).
+        self._runs: dict[int, list[Node | bytes]] = {}
         self.leaves: dict[CharSet | ByteSet, Fragment] = {}
         # A byte of each class, to map this build's classes onto a kept node's classes.
         self.class_byte = np.unique(classes.class_of_byte, return_index=True)[1]
@@ -171,7 +173,7 @@ class _Builder:
                 stack.append((item, user, True))
                 stack.extend(
                     (part, id(item), False)
-                    for part in reversed(_parts(item))
+                    for part in reversed(self._parts(item))
                     if id(part) not in self.memo
                 )
         return self._take(node, _ROOT_USER)
@@ -190,6 +192,14 @@ class _Builder:
         ):
             raise SpecError(f"invalid repetition {{{node.min},{node.max}}}")
         return False
+
+    def _parts(self, node: Node) -> list[Node]:
+        """The sub-trees `_finish` builds `node` from, in the order it takes them; a
+        concatenation's runs are kept for `_finish`."""
+        if isinstance(node, Concat):
+            runs = self._runs[id(node)] = _concat_runs(node.items)
+            return [run for run in runs if not isinstance(run, bytes)]
+        return list(children(node))
 
     def _take(self, node: Node, user: int) -> Fragment:
         """The built fragment of `node` for `user`: as built, for the user it was built
@@ -226,7 +236,7 @@ class _Builder:
                 literal_fragment(run, self.classes)
                 if isinstance(run, bytes)
                 else self._take(run, user)
-                for run in _concat_runs(node.items)
+                for run in self._runs.pop(id(node))
             ]
             result = concat(parts, width, self.budget)
         elif isinstance(node, Alt):
@@ -254,13 +264,6 @@ class _Builder:
 
 _ROOT_USER = 0
 """The user `_Builder.build` takes its root for (no object's id is 0)."""
-
-
-def _parts(node: Node) -> list[Node]:
-    """The sub-trees `_Builder._finish` builds `node` from, in the order it takes them."""
-    if isinstance(node, Concat):
-        return [run for run in _concat_runs(node.items) if not isinstance(run, bytes)]
-    return list(children(node))
 
 
 def _concat_runs(items: tuple[Node, ...]) -> list[Node | bytes]:

@@ -379,10 +379,7 @@ def walk_grammar_tokens(
 
     kept = ~served(0)
     state, bits, node, seq, cid = _picked(kept, state, bits, node, seq, cid)
-    rec_node: list[npt.NDArray[Any]] = []
-    rec_state: list[npt.NDArray[Any]] = []
-    rec_seq: list[npt.NDArray[Any]] = []
-    rec_bits: list[npt.NDArray[Any]] = []
+    recorded: list[tuple[npt.NDArray[Any], ...]] = []  # (node, state, seq, bits) per level
     first_level = True
     depth = 0
 
@@ -532,23 +529,13 @@ def walk_grammar_tokens(
         node, seq, cid, state = e_node[heads], e_seq[heads], e_cid[heads], e_state[heads]
         at_token = is_token_node[node]
         if at_token.any():
-            for out, values in zip(
-                (rec_node, rec_state, rec_seq, rec_bits),
-                _picked(at_token, node, state, seq, bits),
-                strict=True,
-            ):
-                out.append(values)
+            recorded.append(_picked(at_token, node, state, seq, bits))
         kept = ~served(depth)
         node, seq, cid, state, bits = _picked(kept, node, seq, cid, state, bits)
-    if not rec_node:
+    if not recorded:
         empty = np.zeros(0, dtype=np.int64)
         return WalkRecords(empty, empty, empty, np.zeros((0, words), dtype=np.uint64))
-    return WalkRecords(
-        np.concatenate(rec_node),
-        np.concatenate(rec_state),
-        np.concatenate(rec_seq),
-        np.concatenate(rec_bits),
-    )
+    return WalkRecords(*(np.concatenate(column) for column in zip(*recorded, strict=True)))
 
 
 def walk_levels(

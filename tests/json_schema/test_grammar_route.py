@@ -482,7 +482,7 @@ def test_a_priority_round_sorts_the_contexts_as_lark_would_and_builds_once(monke
     }
     writer = from_rules._Writer(rules, 200_000, None)
     text = writer.text("s")
-    prioritized, _ = from_rules._lalr(
+    prioritized = from_rules._lalr(
         writer, re.sub(r"^T2: /", "T2.1: /", text, flags=re.MULTILINE), None
     )
     builds = _count_lark_builds(monkeypatch)

@@ -561,7 +561,7 @@ def _grammar(writer: _Writer, start: str, deadline: float | None) -> LarkGrammar
     """The grammar of `writer`'s text; lexing conflicts where a terminal drops one that
     could read on (`_LexingConflict.dropped`) are met by raising the dropped one's
     priority, in up to `_PRIORITY_ROUNDS` more rounds of the lexing check."""
-    grammar, text = _lalr(writer, writer.text(start), deadline)
+    grammar = _lalr(writer, writer.text(start), deadline)
     ranks: dict[str, int] = {}
     for round_ in range(_PRIORITY_ROUNDS + 1):
         try:
@@ -583,9 +583,9 @@ def _grammar(writer: _Writer, start: str, deadline: float | None) -> LarkGrammar
     raise AssertionError("unreachable: the last round returns or raises")
 
 
-def _lalr(writer: _Writer, text: str, deadline: float | None) -> tuple[LarkGrammar, str]:
-    """(grammar, its text) of `text` after merging the rule copies its LALR table
-    cannot tell apart."""
+def _lalr(writer: _Writer, text: str, deadline: float | None) -> LarkGrammar:
+    """The grammar of `text` after merging the rule copies its LALR table cannot tell
+    apart."""
     from fsmcompile.spec.lark.loading import load_lark_grammar
 
     for _ in range(_MERGE_ROUNDS):
@@ -598,7 +598,7 @@ def _lalr(writer: _Writer, text: str, deadline: float | None) -> tuple[LarkGramm
                 value=0.0,
             )
         try:
-            return load_lark_grammar(text, {"start": START}, generated=writer.generated), text
+            return load_lark_grammar(text, {"start": START}, generated=writer.generated)
         except GrammarError as exc:
             merged = _merge_twins(text, exc.reason)
             if merged is None:
