@@ -262,12 +262,13 @@ def test_lexer_from_automata_drops_threads_behind_an_ended_lexeme(gpt2) -> None:
     from fsmcompile.automaton import build_dfa
     from fsmcompile.spec.regex import parse_regex
 
-    patterns = {"WORD": "ab", "NAME": "a[a-z]*", "TAIL": "[0-9]+"}
+    # Generated terminals are tried longest name first: TAI, then NA, then W.
+    patterns = {"W": "ab", "NA": "a[a-z]*", "TAI": "[0-9]+"}
     generated = {}
     for name, pattern in patterns.items():
         node = parse_regex(pattern)
         generated[name] = (node, build_dfa(node))
-    text = 'start: WORD TAIL | NAME\nWORD: "w1"\nNAME: "n22"\nTAIL: "t333"\n'
+    text = "start: W TAI | NA\n" + "".join(f"{n}: /\ue000{n}\ue001/\n" for n in patterns)
     from fsmcompile.spec.lark.loading import load_lark_grammar as load_generated
 
     grammar = load_generated(text, generated=generated)

@@ -475,6 +475,7 @@ def test_a_priority_round_sorts_the_contexts_as_lark_would_and_builds_once(monke
 
     from fsmcompile.automaton.ir import Alt, Ref, literal, seq
     from fsmcompile.spec.lark import from_rules
+    from fsmcompile.spec.lark.loading import load_lark_grammar
 
     rules = {
         "s": Alt((seq(literal("<"), Ref("s"), literal(">")), seq(literal("<ab>"), Ref("t")))),
@@ -482,8 +483,9 @@ def test_a_priority_round_sorts_the_contexts_as_lark_would_and_builds_once(monke
     }
     writer = from_rules._Writer(rules, 200_000, None)
     text = writer.text("s")
-    prioritized = from_rules._lalr(
-        writer, re.sub(r"^T2: /", "T2.1: /", text, flags=re.MULTILINE), None
+    # lark itself, reading the text with the priority written in.
+    prioritized = load_lark_grammar(
+        re.sub(r"^T2: /", "T2.1: /", text, flags=re.MULTILINE), {"start": from_rules.START}
     )
     builds = _count_lark_builds(monkeypatch)
     grammar = from_rules.grammar_from_rules(rules, "s")
@@ -496,3 +498,70 @@ def test_a_priority_round_sorts_the_contexts_as_lark_would_and_builds_once(monke
     )
     for name in ("action", "goto", "context_of_state"):
         assert (getattr(grammar.table, name) == getattr(prioritized.table, name)).all()
+
+
+FREE = {"type": "object"}
+GENERATED_SHAPES = {
+    "recursive": TREE,
+    "free_form_extras": FREE_FORM,
+    "bounded_array": {"type": "array", "items": {"type": "object"}, "minItems": 1, "maxItems": 4},
+    "unbounded_array": {"type": "array", "items": {"type": "object"}, "minItems": 2},
+    "long_object": {
+        "type": "object",
+        "properties": {f"p{i}": {"type": "object"} for i in range(20)},
+        "required": [f"p{i}" for i in range(20)],
+    },
+}
+"""Schemas whose generated grammars hold each construct the writer writes: repeats with
+`*`, `+` and `?`, bounded-repeat helpers (`_x`) and long-sequence helpers (`_h`)."""
+TWINS = "start: r0\nr0: r1 T1 | r2 T1 T2\nr1: T0 (T2 r1)?\nr2: T0 (T2 r1)?\n" + "".join(
+    f"{t}: /\ue000{t}\ue001/\n" for t in ("T0", "T1", "T2")
+)
+"""Two copies of one rule that collide in the LALR table until merged."""
+ORDERED = "start: r0\nr0: T1 | T10 | T2 r0\n" + "".join(
+    f"{t}: /\ue000{t}\ue001/\n" for t in ("T1", "T10", "T2")
+)
+"""One lexer context of terminals whose names sort apart from lark's order (longest
+pattern first)."""
+HANDWRITTEN = {"twins": TWINS, "ordered": ORDERED}
+
+
+@pytest.mark.parametrize("shape", [*sorted(GENERATED_SHAPES), *HANDWRITTEN])
+def test_generated_text_is_analysed_as_lark_analyses_it(shape: str) -> None:
+    """A generated grammar is read without lark's grammar parser (`generated.py`): its
+    terminals, lexer contexts and parse table are those `Lark(text)` gives, and an LALR
+    collision is the same error, which the twin merging reads."""
+    from fsmcompile.errors import GrammarError
+    from fsmcompile.spec.json_schema import JsonOptions, schema_to_ir
+    from fsmcompile.spec.lark import from_rules, loading
+
+    if shape in HANDWRITTEN:
+        text = HANDWRITTEN[shape]
+    else:
+        lowered = schema_to_ir(GENERATED_SHAPES[shape], options=JsonOptions())
+        rules = {"root": lowered.node, **lowered.rules}
+        text = from_rules._Writer(rules, 200_000, None).text("root")
+    merges = 0
+    for _ in range(from_rules._MERGE_ROUNDS):
+        try:
+            ours = loading._analyse_generated(text, from_rules.START)
+        except GrammarError as exc:
+            with pytest.raises(GrammarError) as lark_error:
+                loading._analyse(text, from_rules.START, False)
+            assert "Reduce/Reduce collision" in exc.reason
+            assert "Reduce/Reduce collision" in lark_error.value.reason
+            merged = from_rules._merge_twins(text, exc.reason)
+            assert merged is not None
+            text = merged
+            merges += 1
+            continue
+        lark_made = loading._analyse(text, from_rules.START, False)
+        assert ours.terminals == lark_made.terminals
+        assert ours.contexts == lark_made.contexts
+        for name in ("action", "goto", "rule_lhs", "rule_len", "context_of_state"):
+            assert np.array_equal(getattr(ours.table, name), getattr(lark_made.table, name))
+        assert ours.table.start_state == lark_made.table.start_state
+        assert ours.table.end_state == lark_made.table.end_state
+        assert merges == (shape == "twins")
+        return
+    pytest.fail("twins still collide")

@@ -55,6 +55,7 @@ from fsmcompile.errors import (
     UnsupportedFeatureError,
 )
 from fsmcompile.memo import StageMemo
+from fsmcompile.spec.lark.generated import lexer_order
 from fsmcompile.spec.lark.grammar import LarkGrammar, LexerContext, ParseTable
 
 __all__ = ["grammar_from_rules"]
@@ -619,17 +620,10 @@ def _reprioritized(grammar: LarkGrammar, ranks: dict[str, int]) -> LarkGrammar:
 
     Terminal priorities only change the order a lexer context tries its terminals, not
     the parse table or which terminals a context holds, so the table is kept and each
-    context re-sorted the way lark's lexer sorts them: priority, then the pattern's
-    width and length, then the name. A generated terminal's pattern is its own name
-    between two private-use characters, so width and length both grow with the name's
-    length. Rebuilding the table instead cost seconds for a schema of hundreds of
-    members.
+    context re-sorted the way lark's lexer sorts them (`lexer_order`). Rebuilding the
+    table instead cost seconds for a schema of hundreds of members.
     """
-    names = [t.name for t in grammar.terminals]
-
-    def key(t: int) -> tuple[int, int, str]:
-        return (-ranks.get(names[t], 0), -len(names[t]), names[t])
-
+    key = lexer_order([t.name for t in grammar.terminals], ranks)
     contexts = tuple(
         LexerContext(tuple(sorted(c.terminals, key=key)), c.unless) for c in grammar.contexts
     )

@@ -116,16 +116,42 @@ class _Analysis:
     table: ParseTable
 
 
-_analyses: StageMemo[tuple[str, str, bool], _Analysis] = StageMemo(64)
+_analyses: StageMemo[tuple[str, str, bool, bool], _Analysis] = StageMemo(64)
 """lark's analysis by grammar text: schemas of one shape write the same generated text
 (terminal names are numbered, their automata attached afterwards). Only what is read out
 of it is kept: lark's own objects (tens of thousands per grammar) would stay tracked by
 the garbage collector for the life of the process, and every full collection walks them."""
 
 
-def _analysis(text: str, start: str, strict: bool) -> _Analysis:
-    """The analysis of `text`, memoized."""
-    return _analyses.get_or_make((text, start, strict), lambda: _analyse(text, start, strict))
+def _analysis(text: str, start: str, strict: bool, generated: bool) -> _Analysis:
+    """The analysis of `text` (written by `from_rules.py` when `generated`), memoized."""
+    return _analyses.get_or_make(
+        (text, start, strict, generated),
+        lambda: _analyse_generated(text, start) if generated else _analyse(text, start, strict),
+    )
+
+
+def _analyse_generated(text: str, start: str) -> _Analysis:
+    """`_analyse` of a generated grammar, by the shorter road of `generated.py`."""
+    from lark.exceptions import LarkError
+
+    from fsmcompile.spec.lark.generated import analyse_generated
+
+    try:
+        terminals, contexts, table, rules = analyse_generated(text, start)
+    except LarkError as exc:
+        raise _translate(exc, text) from exc
+    _check_productive(rules, start, text)
+    return _frozen(_Analysis(terminals=terminals, contexts=contexts, table=table))
+
+
+def _frozen(analysis: _Analysis) -> _Analysis:
+    """`analysis` with its arrays read-only: every grammar loaded from its text shares
+    them."""
+    table = analysis.table
+    for array in (table.action, table.goto, table.rule_lhs, table.rule_len, table.context_of_state):
+        array.flags.writeable = False
+    return analysis
 
 
 def _analyse(text: str, start: str, strict: bool) -> _Analysis:
@@ -158,9 +184,7 @@ def _analyse(text: str, start: str, strict: bool) -> _Analysis:
         for name, pattern, raw, _ in terminals:
             _terminal_node(name, pattern, raw, text)
         raise GrammarError(f"lark could not build the grammar: {exc}") from exc
-    for array in (table.action, table.goto, table.rule_lhs, table.rule_len, table.context_of_state):
-        array.flags.writeable = False  # shared by every grammar loaded from this text
-    return _Analysis(terminals=terminals, contexts=contexts, table=table)
+    return _frozen(_Analysis(terminals=terminals, contexts=contexts, table=table))
 
 
 def _lark(text: str, start: str, strict: bool) -> Any:
@@ -270,7 +294,8 @@ def load_lark_grammar(
         options: `start` (the start rule, default "start") and `strict` (lark's strict
             mode: shift/reduce conflicts and terminal collisions become errors).
         generated: for grammars written by `from_rules.py`: terminal name → (IR, DFA)
-            replacing the placeholder pattern in `text` (longest-match terminals).
+            replacing the placeholder pattern in `text` (longest-match terminals). Such
+            text is read without lark's grammar parser (`generated.py`).
 
     Raises:
         GrammarError: syntax errors, undefined or duplicate names, LALR conflicts, bad
@@ -285,7 +310,7 @@ def load_lark_grammar(
     start = opts.get("start", "start")
     if not isinstance(start, str):
         raise SpecError(f"lark option start: expected a rule name, found {start!r}")
-    analysis = _analysis(text, start, bool(opts.get("strict", False)))
+    analysis = _analysis(text, start, bool(opts.get("strict", False)), generated is not None)
     terminals = []
     for name, pattern, raw, ignored in analysis.terminals:
         if generated is not None and name in generated:

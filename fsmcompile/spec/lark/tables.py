@@ -8,6 +8,7 @@ state, symbols and rules by name) so equal grammars give equal indexes and artif
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -59,7 +60,31 @@ def extract_tables(
         start: the start rule.
     """
     table = parser_frontend.parser.parser.parse_table
-    states: dict[int, dict[str, tuple[Any, Any]]] = table.states
+    lexers = parser_frontend.lexer.lexers
+    return tables_from_states(
+        table.states,
+        table.start_states[start],
+        table.end_states[start],
+        names,
+        lambda old: _context(lexers[old], names),
+    )
+
+
+def tables_from_states(
+    states: dict[int, dict[str, tuple[Any, Any]]],
+    start_state: int,
+    end_state: int,
+    names: dict[str, int],
+    context_of: Callable[[int], LexerContext],
+) -> tuple[tuple[LexerContext, ...], ParseTable]:
+    """The distinct lexer contexts and the canonical parse table of lark's LALR states.
+
+    Args:
+        states: lark's `IntParseTable.states` (state → symbol → (action, target)).
+        start_state / end_state: lark's start and end states of the start rule.
+        names: terminal name → terminal id; `$END` gets column len(names).
+        context_of: the lexer context of one of lark's states.
+    """
     symbols = {s for acts in states.values() for s in acts}
     rules = sorted(
         {arg for acts in states.values() for kind, arg in acts.values() if kind.name != "Shift"},
@@ -71,7 +96,7 @@ def extract_tables(
     nonterminals = {name: i for i, name in enumerate(nonterminal_names)}
     end = len(names)
     symbol_rank = {**names, "$END": end, **{n: end + 1 + i for n, i in nonterminals.items()}}
-    order = _state_order(states, int(table.start_states[start]), symbol_rank)
+    order = _state_order(states, int(start_state), symbol_rank)
     new_id = {old: new for new, old in enumerate(order)}
     rule_id = {rule: i for i, rule in enumerate(rules)}
 
@@ -88,16 +113,14 @@ def extract_tables(
                 action[state, symbol_rank[symbol]] = reduce_action(rule_id[arg])
     contexts: dict[LexerContext, int] = {}
     context_of_state = np.zeros(len(order), dtype=np.int32)
-    lexers = parser_frontend.lexer.lexers
     for state, old in enumerate(order):
-        ctx = _context(lexers[old], names)
-        context_of_state[state] = contexts.setdefault(ctx, len(contexts))
+        context_of_state[state] = contexts.setdefault(context_of(old), len(contexts))
     return tuple(contexts), ParseTable(
         action=action,
         goto=goto,
         rule_lhs=np.array([nonterminals[r.origin.name] for r in rules], dtype=np.int32),
         rule_len=np.array([len(r.expansion) for r in rules], dtype=np.int32),
-        start_state=new_id[int(table.start_states[start])],
-        end_state=new_id[int(table.end_states[start])],
+        start_state=new_id[int(start_state)],
+        end_state=new_id[int(end_state)],
         context_of_state=context_of_state,
     )

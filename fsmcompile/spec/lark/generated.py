@@ -1,0 +1,194 @@
+"""A generated grammar's text → lark's LALR analysis, without lark's grammar parser.
+
+The grammars `from_rules.py` writes use a sliver of lark's syntax: `name: body` lines
+whose bodies are symbols, groups, `|` and the `?`, `*`, `+` operators, then one
+placeholder-pattern line per terminal. `Lark(text)` spends most of its time before the
+LALR table (parsing the text with its own grammar parser, its EBNF passes over copies of
+the trees, parse-tree callbacks, one lexer per parser state), most of a median schema's
+LALR stage. Here the text is read by a few lines of tokenizing into the very trees lark's
+parser yields, lark's own EBNF → BNF steps (`EBNF_to_BNF`, `SimplifyRule_Visitor`) turn
+them into the rules `Lark(text)` would make, under the same generated names, and lark's
+`LALR_Analyzer` builds the table. A lexer context is what lark's contextual lexer makes
+of a parser state: the terminals the state accepts, sorted the way lark's lexer sorts
+them. A test checks analyses of generated grammars against `Lark(text)`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from fsmcompile.errors import GrammarError
+from fsmcompile.spec.lark.grammar import LexerContext, ParseTable
+from fsmcompile.spec.lark.tables import tables_from_states
+
+__all__ = ["analyse_generated", "lexer_order"]
+
+_TOKENS = re.compile(r"\s*(?:(\w+)|(\S))")
+_TERMINAL_NAME = re.compile(r"_?[A-Z][_A-Z0-9]*")
+_PLACEHOLDER = re.compile(r"/([^/]*)/")
+
+
+def analyse_generated(
+    text: str, start: str
+) -> tuple[tuple[tuple[str, str, str, bool], ...], tuple[LexerContext, ...], ParseTable, list[Any]]:
+    """(terminals as (name, regex, source, ignored) by name, lexer contexts, parse table,
+    lark's rules) of a generated grammar, as `Lark(text, parser="lalr")` analyses it.
+
+    Raises:
+        lark.exceptions.GrammarError: an LALR collision (lark's message, which
+            `_merge_twins` reads) or rules lark refuses (defined twice, undefined).
+        GrammarError: text that is not a generated grammar.
+    """
+    from lark.common import ParserConf
+    from lark.parsers.lalr_analysis import LALR_Analyzer
+
+    patterns, rule_trees = _read(text)
+    rules = _used(_bnf(rule_trees), start)
+    analysis = LALR_Analyzer(ParserConf(rules, {}, [start]))
+    analysis.compute_lalr()  # type: ignore[no-untyped-call]
+    used = {sym.name for rule in rules for sym in rule.expansion if sym.is_term}
+    names = {name: i for i, name in enumerate(sorted(used))}
+    terminals = tuple((name, patterns[name], f"/{patterns[name]}/", False) for name in names)
+    order = lexer_order(list(names), {})
+    table: Any = analysis.parse_table  # an IntParseTable: states numbered
+
+    def context(old: int) -> LexerContext:
+        accepted = [names[s] for s in table.states[old] if s in names]
+        return LexerContext(terminals=tuple(sorted(accepted, key=order)), unless=())
+
+    contexts, parse_table = tables_from_states(
+        table.states, table.start_states[start], table.end_states[start], names, context
+    )
+    return terminals, contexts, parse_table, rules
+
+
+def lexer_order(names: list[str], ranks: dict[str, int]) -> Callable[[int], tuple[int, int, str]]:
+    """Sort key of terminal ids (indexes into `names`) in the order lark's lexer tries
+    generated terminals, each ranked terminal having its rank as lark priority.
+
+    lark sorts by priority, then the pattern's width and length, then the name. A
+    generated terminal's pattern is its own name between two private-use characters, so
+    width and length both grow with the name's length.
+    """
+
+    def key(t: int) -> tuple[int, int, str]:
+        return (-ranks.get(names[t], 0), -len(names[t]), names[t])
+
+    return key
+
+
+def _read(text: str) -> tuple[dict[str, str], list[tuple[str, Any]]]:
+    """(terminal name → its regex, [(rule name, its body as lark's grammar parser yields
+    it)]) of a generated grammar's text."""
+    from lark.grammar import RuleOptions
+
+    patterns: dict[str, str] = {}
+    rules: list[tuple[str, Any]] = []
+    for line in text.splitlines():
+        name, sep, body = line.partition(": ")
+        if not sep:
+            continue
+        if _TERMINAL_NAME.fullmatch(name):
+            found = _PLACEHOLDER.fullmatch(body)
+            if found is None:
+                raise GrammarError(f"generated terminal {name} has no placeholder pattern")
+            patterns[name] = found.group(1)
+            continue
+        tokens = [word or mark for word, mark in _TOKENS.findall(body)]
+        tree, at = _expansions(tokens, 0)
+        if at != len(tokens):
+            raise GrammarError(f"generated rule {name}: unexpected {tokens[at]!r}")
+        rules.append((name, (tree, RuleOptions(False, False, priority=None))))
+    return patterns, rules
+
+
+def _expansions(tokens: list[str], at: int) -> tuple[Any, int]:
+    """lark's `expansions` tree of the alternatives from `tokens[at]` on, and where they
+    end (a `)` or the end)."""
+    from lark.tree import Tree
+
+    options = []
+    while True:
+        option, at = _expansion(tokens, at)
+        options.append(option)
+        if at < len(tokens) and tokens[at] == "|":
+            at += 1
+            continue
+        return Tree("expansions", options), at
+
+
+def _expansion(tokens: list[str], at: int) -> tuple[Any, int]:
+    """lark's `expansion` tree of one alternative: symbols, groups and `expr` nodes."""
+    from lark.grammar import NonTerminal, Terminal
+    from lark.lexer import Token
+    from lark.tree import Tree
+
+    items: list[Any] = []
+    while at < len(tokens) and tokens[at] not in "|)":
+        token = tokens[at]
+        if token == "(":
+            atom, at = _expansions(tokens, at + 1)
+            if at >= len(tokens) or tokens[at] != ")":
+                raise GrammarError("generated rule: unclosed group")
+        elif _TERMINAL_NAME.fullmatch(token):
+            atom = Terminal(token, filter_out=token.startswith("_"))
+        elif token.isidentifier():
+            atom = NonTerminal(token)
+        else:
+            raise GrammarError(f"generated rule: unexpected {token!r}")
+        at += 1
+        if at < len(tokens) and tokens[at] in ("?", "*", "+"):
+            atom = Tree("expr", [atom, Token("OP", tokens[at])])
+            at += 1
+        items.append(atom)
+    return Tree("expansion", items), at
+
+
+def _bnf(rule_trees: list[tuple[str, Any]]) -> list[Any]:
+    """lark's rules of the EBNF rule trees, made the way `GrammarBuilder.compile` makes
+    them: repeats become generated recursive rules, groups and `?` are multiplied out."""
+    from lark.grammar import NonTerminal, Rule
+    from lark.load_grammar import EBNF_to_BNF, RuleTreeToText, SimplifyRule_Visitor
+
+    to_bnf = EBNF_to_BNF()  # type: ignore[no-untyped-call]
+    expanded: list[tuple[str, Any, Any]] = []
+    for name, (tree, options) in rule_trees:
+        to_bnf.rule_options = None
+        to_bnf.prefix = name
+        expanded.append((name, to_bnf.transform(tree), options))
+    expanded += to_bnf.new_rules
+    simplify = SimplifyRule_Visitor()
+    to_lists = RuleTreeToText()
+    rules: list[Any] = []
+    for name, tree, options in expanded:
+        simplify.visit(tree)
+        for order, (expansion, alias) in enumerate(to_lists.transform(tree)):
+            rules.append(Rule(NonTerminal(name), expansion, order, alias, options))
+    if len(set(rules)) != len(rules):
+        from lark.exceptions import GrammarError as LarkGrammarError
+
+        seen: dict[Any, Any] = {}
+        for rule in rules:
+            if rule in seen and rule.expansion:
+                raise LarkGrammarError(f"Rules defined twice: {seen[rule]} and {rule}")
+            seen.setdefault(rule, rule)
+        rules = list(seen)
+    return rules
+
+
+def _used(rules: list[Any], start: str) -> list[Any]:
+    """`rules` less those no other rule (or `start`) uses, as lark drops them."""
+    while True:
+        used = {
+            sym.name
+            for rule in rules
+            for sym in rule.expansion
+            if not sym.is_term and sym != rule.origin
+        }
+        used.add(start)
+        kept = [rule for rule in rules if rule.origin.name in used]
+        if len(kept) == len(rules):
+            return rules
+        rules = kept
