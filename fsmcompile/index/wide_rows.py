@@ -12,7 +12,7 @@ import functools
 import numpy as np
 import numpy.typing as npt
 
-from fsmcompile.automaton.fragment import unique_rows
+from fsmcompile.automaton.fragment import radix_order, unique_rows
 
 _CHUNK_ROWS = 1 << 15  # rows per pass: keeps the temporaries in cache
 
@@ -51,9 +51,10 @@ def unique_wide_rows(
         ):
             # Fold the high half down first: a bare multiply never moves high bits down,
             # so rows differing only in bit 63 of two words would always collide.
+            # A product with the factors (integer matmul wraps like the sum of products
+            # it stands for, in half the time of multiplying and summing the rows).
             mixed = block ^ (block >> np.uint64(32))
-            mixed *= factors
-            total += mixed.sum(axis=1, dtype=np.uint64)
+            total += mixed @ factors
         hashed[lo:hi] = total
     first, inv = first_and_inverse(hashed)
     for lo in range(0, rows.shape[0], _CHUNK_ROWS):
@@ -104,14 +105,24 @@ def _word_weights(width: int) -> npt.NDArray[np.uint32]:
 def first_and_inverse(
     values: npt.NDArray[np.uint64],
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """`np.unique(values, return_index=True, return_inverse=True)[1:]` from one stable
-    argsort: the first of each run of equal values in that order is its first member,
-    and the runs number the classes. A plain sort then a binary search of every value
-    among the distinct ones cost 1.6x as much (14 against 9 ms for 150k values)."""
-    order = np.argsort(values, kind="stable")
+    """`np.unique(values, return_index=True, return_inverse=True)[1:]` of 64-bit hashes,
+    from one stable ordering: the first of each run of equal values in that order is its
+    first member, and the runs number the classes.
+
+    The order is by the top 32 bits only, in two stable 16-bit passes: numpy sorts
+    16-bit keys by counting, 10x faster than its 64-bit sort (0.5 against 5-7 ms for
+    110k values), and a walk's few hundred distinct hashes almost never share their top
+    half. When two do, a run of one prefix holds both and the full sort decides.
+    """
+    order = radix_order(values, (32, 48))
     ordered = values[order]
     starts = np.ones(ordered.shape[0], dtype=np.bool_)
     starts[1:] = ordered[1:] != ordered[:-1]
+    prefix = ordered >> np.uint64(32)
+    if not np.array_equal(starts[1:], prefix[1:] != prefix[:-1]):
+        order = np.argsort(values, kind="stable")
+        ordered = values[order]
+        starts[1:] = ordered[1:] != ordered[:-1]
     inverse = np.empty(values.shape[0], dtype=np.int64)
     inverse[order] = np.cumsum(starts) - 1
     return order[starts].astype(np.int64), inverse

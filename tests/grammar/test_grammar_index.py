@@ -318,6 +318,23 @@ def test_first_and_inverse_is_numpy_unique(values: list[int]) -> None:
     assert got_inverse.tolist() == inverse.reshape(-1).tolist()
 
 
+def test_first_and_inverse_of_many_hashes_is_numpy_unique() -> None:
+    """Hundreds of distinct 64-bit hashes repeated over 100k rows, ordered by their top
+    halves (no two share one here), then with two sharing one (the full sort decides)."""
+    from fsmcompile.index.wide_rows import first_and_inverse
+
+    rng = np.random.default_rng(5)
+    distinct = rng.integers(0, 2**63, size=700, dtype=np.uint64)
+    for shared in (False, True):
+        if shared:
+            distinct[1] = (distinct[0] & np.uint64(0xFFFFFFFF00000000)) | np.uint64(7)
+        array = distinct[rng.integers(0, distinct.shape[0], size=100_000)]
+        _, first, inverse = np.unique(array, return_index=True, return_inverse=True)
+        got_first, got_inverse = first_and_inverse(array)
+        assert got_first.tolist() == first.tolist()
+        assert got_inverse.tolist() == inverse.reshape(-1).tolist()
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(1, 4), min_size=1, max_size=12), st.randoms(use_true_random=False))
 def test_or_runs_matches_a_reduce_per_run(lengths: list[int], rng) -> None:

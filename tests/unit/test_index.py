@@ -235,6 +235,9 @@ def test_sorted_unique_is_np_unique(dtype) -> None:
     cases += [
         rng.integers(low, 50, size=int(rng.integers(1, 300))).astype(dtype) for _ in range(30)
     ]
+    # Long arrays: sorted by 16-bit digits in [0, 2**32), by numpy's sort outside it.
+    for high in (70_000, 2**31, 2**32 if dtype != np.int32 else 2**31 - 1):
+        cases.append(rng.integers(low, high, size=9000).astype(dtype))
     for values in cases:
         got = sorted_unique(values)
         assert got.dtype == values.dtype
