@@ -265,7 +265,7 @@ def main() -> None:
         "--reps",
         type=int,
         default=None,
-        help="repetitions for best-of figures (default 3, quick 1)",
+        help="repetitions: best-of token figures, median compile (default 3, quick 1)",
     )
     args = parser.parse_args()
     args.reps = args.reps or (1 if args.quick else 3)
