@@ -17,6 +17,7 @@ from fsmcompile import artifact
 from fsmcompile.artifact import AnyIndex
 from fsmcompile.automaton.dfa import ByteDFA
 from fsmcompile.automaton.ir import Node
+from fsmcompile.collector import collector_paused
 from fsmcompile.errors import BudgetExceededError, SpecError, UnsupportedFeatureError
 from fsmcompile.index.builder import build_token_index
 from fsmcompile.spec.identity import Kind, canonical_spec, spec_hash
@@ -119,15 +120,16 @@ def _compile_uncached(
     progress: ProgressCallback | None,
 ) -> AnyIndex:
     try:
-        return _compile_stages(
-            kind,
-            spec,
-            vocab,
-            options,
-            deadline=time.monotonic() + timeout_s,
-            max_states=max_states,
-            progress=progress,
-        )
+        with collector_paused():
+            return _compile_stages(
+                kind,
+                spec,
+                vocab,
+                options,
+                deadline=time.monotonic() + timeout_s,
+                max_states=max_states,
+                progress=progress,
+            )
     except RecursionError:
         raise BudgetExceededError(
             "the spec nests too deeply to compile here (its tree is deeper than the Python "

@@ -1,0 +1,71 @@
+"""The garbage collector is paused during compiles and left as the caller had it."""
+
+from __future__ import annotations
+
+import gc
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from fsmcompile import compile_regex
+from fsmcompile.collector import collector_paused
+
+
+@pytest.fixture
+def collector_restored() -> Iterator[None]:
+    was = gc.isenabled()
+    yield
+    if was:
+        gc.enable()
+    else:
+        gc.disable()
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_compile_pauses_the_collector_and_leaves_it_as_it_was(
+    gpt2, monkeypatch, collector_restored, enabled: bool
+) -> None:
+    from fsmcompile import compiler
+
+    seen: list[bool] = []
+    build = compiler.build_token_index
+
+    def watched(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return build(*args, **kwargs)
+
+    monkeypatch.setattr(compiler, "build_token_index", watched)
+    gc.enable() if enabled else gc.disable()
+    compile_regex(r"[a-z]{2,5}", gpt2, cache=False)
+    assert seen == [False]
+    assert gc.isenabled() is enabled
+
+
+def test_a_failing_compile_resumes_the_collector(gpt2, collector_restored) -> None:
+    from fsmcompile.errors import SpecError
+
+    gc.enable()
+    with pytest.raises(SpecError):
+        compile_regex("(unclosed", gpt2, cache=False)
+    assert gc.isenabled()
+
+
+def test_overlapping_pauses_resume_after_the_last(collector_restored) -> None:
+    gc.enable()
+    inside, release = threading.Event(), threading.Event()
+
+    def other() -> None:
+        with collector_paused():
+            inside.set()
+            release.wait(timeout=10)
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    assert inside.wait(timeout=10)
+    with collector_paused():
+        assert not gc.isenabled()
+    assert not gc.isenabled()  # the other thread's pause still holds
+    release.set()
+    thread.join(timeout=10)
+    assert gc.isenabled()
