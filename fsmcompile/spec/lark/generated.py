@@ -82,8 +82,6 @@ def lexer_order(names: list[str], ranks: dict[str, int]) -> Callable[[int], tupl
 def _read(text: str) -> tuple[dict[str, str], list[tuple[str, Any]]]:
     """(terminal name → its regex, [(rule name, its body as lark's grammar parser yields
     it)]) of a generated grammar's text."""
-    from lark.grammar import RuleOptions
-
     patterns: dict[str, str] = {}
     rules: list[tuple[str, Any]] = []
     for line in text.splitlines():
@@ -100,7 +98,7 @@ def _read(text: str) -> tuple[dict[str, str], list[tuple[str, Any]]]:
         tree, at = _expansions(tokens, 0)
         if at != len(tokens):
             raise GrammarError(f"generated rule {name}: unexpected {tokens[at]!r}")
-        rules.append((name, (tree, RuleOptions(False, False, priority=None))))
+        rules.append((name, tree))
     return patterns, rules
 
 
@@ -148,16 +146,16 @@ def _expansion(tokens: list[str], at: int) -> tuple[Any, int]:
 
 def _bnf(rule_trees: list[tuple[str, Any]]) -> list[Any]:
     """lark's rules of the EBNF rule trees, made the way `GrammarBuilder.compile` makes
-    them: repeats become generated recursive rules, groups and `?` are multiplied out."""
+    them: repeats become generated recursive rules, groups and `?` are multiplied out.
+    Generated rules carry no options (no priority, no kept tokens), lark's defaults."""
     from lark.grammar import NonTerminal, Rule
     from lark.load_grammar import EBNF_to_BNF, RuleTreeToText, SimplifyRule_Visitor
 
     to_bnf = EBNF_to_BNF()  # type: ignore[no-untyped-call]
     expanded: list[tuple[str, Any, Any]] = []
-    for name, (tree, options) in rule_trees:
-        to_bnf.rule_options = None
+    for name, tree in rule_trees:
         to_bnf.prefix = name
-        expanded.append((name, to_bnf.transform(tree), options))
+        expanded.append((name, to_bnf.transform(tree), None))
     expanded += to_bnf.new_rules
     simplify = SimplifyRule_Visitor()
     to_lists = RuleTreeToText()
