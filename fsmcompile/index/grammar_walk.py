@@ -250,6 +250,31 @@ def _equal_runs(
     return order, starts
 
 
+def _root_live_edges(
+    trie: TokenTrie,
+    class_of: npt.NDArray[np.int64],
+    trans: npt.NDArray[np.int64],
+    state: npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """(entry, root child, byte class) of each first-level edge whose byte the entry's
+    shape takes, by entry, then class, then byte.
+
+    Every first-level entry sits at the root, whose children are nearly every byte, and a
+    lexeme takes few of them (about 1 edge in 20 lives): making all 256 edges per entry
+    and dropping the dead ones was most of the first level. The root's children are
+    sorted by class once, and each live (entry, class) pair takes its class's slice.
+    """
+    _, children = trie.children(np.zeros(1, dtype=np.int64))
+    child_class = class_of[trie.node_byte[children]]
+    order = np.argsort(child_class, kind="stable")
+    children, child_class = children[order], child_class[order]
+    class_start = np.searchsorted(child_class, np.arange(trans.shape[1] + 1))
+    entry, live_class = np.nonzero(trans[state] >= 0)
+    counts = class_start[live_class + 1] - class_start[live_class]
+    at = np.repeat(class_start[live_class], counts) + concatenated_ranges(counts)
+    return np.repeat(entry, counts).astype(np.int64), children[at], child_class[at]
+
+
 MAX_LEVEL_BYTES = 4 << 30
 """Most bytes of origin bitsets one trie level may gather (its edges times the bitset
 width). Past this, each numpy step of the level would take seconds, run past any deadline
@@ -386,24 +411,28 @@ def walk_grammar_tokens(
     while state.shape[0] or any(d > depth for d in pending):
         depth += 1
         _check_deadline(deadline)
-        parent, child = trie.children(node)
-        _check_level_size(child.shape[0], words, num_origins)
-        if child.shape[0] == 0 and not any(d >= depth for d in pending):
-            break
-        cls = class_of[node_byte[child]]
-        q = state[parent]
-        nq = trans[q, cls]
-        lab = label[q]
         # An edge lives on if the lexeme goes on, or ends (a cut) and the byte starts the
         # next one. At the first level only the former: a lexeme that ends exactly where
         # the token starts has the token read from the next context's start, whose
         # outcomes are recorded there already. The runtime composes those
         # (GrammarIndex.kill_masks); walking them again from every labelled origin would
-        # repeat most of the vocabulary per terminal. Most edges die (every origin meets
-        # every first byte), so they are dropped before the rest of the step.
-        live = np.flatnonzero((nq >= 0) if first_level else (nq >= 0) | (lab >= 0))
+        # repeat most of the vocabulary per terminal. Dead edges are dropped before the
+        # rest of the step; at the first level they are never made.
+        if first_level and trie.num_nodes:
+            parent, child, cls = _root_live_edges(trie, class_of, trans, state)
+        else:
+            parent, child = trie.children(node)
+            cls = class_of[node_byte[child]]
+        _check_level_size(child.shape[0], words, num_origins)
+        if child.shape[0] == 0 and not any(d >= depth for d in pending):
+            break
+        q = state[parent]
+        nq = trans[q, cls]
+        lab = label[q]
+        if not first_level:
+            live = np.flatnonzero((nq >= 0) | (lab >= 0))
+            parent, child, cls, q, nq, lab = _picked(live, parent, child, cls, q, nq, lab)
         first_level = False
-        parent, child, cls, q, nq, lab = _picked(live, parent, child, cls, q, nq, lab)
         cut = (lab >= 0) & ~has_label[nq]
         fork = np.where(cut & (nq >= 0), nq, -1)
 
