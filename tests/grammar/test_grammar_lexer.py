@@ -19,6 +19,7 @@ from lark import Lark
 from lark.lexer import TextSlice, Token
 from support import force_edge_round_collisions, random_moves
 
+import fsmcompile.index.edge_rounds as edge_rounds
 import fsmcompile.index.grammar_lexer as gl
 from fsmcompile.index.edge_rounds import EdgeRounds
 from fsmcompile.index.grammar_lexer import build_lexer_automaton, lexer_shapes
@@ -153,11 +154,20 @@ def _reference_blocks(trans: np.ndarray, output: np.ndarray) -> list[int]:
     return [ids.setdefault(int(b), len(ids)) for b in block]
 
 
+ROUNDS = {"full": 10**9, "incremental": 0}
+"""`FULL_ROUNDS_MAX_EDGES` that sends every table of a test through one kind of round."""
+
+
+@pytest.mark.parametrize("rounds", sorted(ROUNDS))
 @pytest.mark.parametrize("collide", [False, True])
 @pytest.mark.parametrize("seed", range(12))
-def test_moore_minimize_matches_a_sorting_reference(seed: int, collide: bool, monkeypatch) -> None:
-    """Hashed rounds give the same partition as sorting whole rows, also when every hash
-    collides (all weights 0), which the exact member check must catch."""
+def test_moore_minimize_matches_a_sorting_reference(
+    seed: int, collide: bool, rounds: str, monkeypatch
+) -> None:
+    """Hashed rounds, full or incremental, give the same partition as sorting whole rows,
+    also when every hash collides (all weights 0), which the exact member check must
+    catch."""
+    monkeypatch.setattr(edge_rounds, "FULL_ROUNDS_MAX_EDGES", ROUNDS[rounds])
     trans = random_moves(seed, 60, 0.4)
     output = np.random.default_rng(seed + 100).integers(0, 3, size=trans.shape[0])
     if collide:
@@ -181,10 +191,14 @@ def _chains(length: int) -> tuple[np.ndarray, np.ndarray]:
     return trans, output
 
 
+@pytest.mark.parametrize("rounds", sorted(ROUNDS))
 @pytest.mark.parametrize("seed", range(-1, 12))
-def test_coarsest_is_moore_refinement_without_the_check(seed: int) -> None:
-    """The incremental rounds alone (no collision check, no fallback) give the exact
-    partition, on random tables and on chains that split one state per round."""
+def test_coarsest_is_moore_refinement_without_the_check(
+    seed: int, rounds: str, monkeypatch
+) -> None:
+    """The full or incremental rounds alone (no collision check, no fallback) give the
+    exact partition, on random tables and on chains that split one state per round."""
+    monkeypatch.setattr(edge_rounds, "FULL_ROUNDS_MAX_EDGES", ROUNDS[rounds])
     if seed < 0:
         trans, output = _chains(200)
     else:
