@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 from functools import cache
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from support import load_vocabulary
@@ -96,6 +97,24 @@ DROPPED = {
     ),
     "r": Alt((seq(literal("<"), Ref("r"), literal(">")), literal("<ab>"))),
 }
+
+
+def test_rules_with_a_shift_reduce_conflict_are_refused() -> None:
+    """After `<<`, a `>` may close r (shift) or end the inner s (reduce): lark would shift,
+    and the grammar would refuse `<<>`, a text of s."""
+    rules = {
+        "s": Alt(
+            (
+                literal("<"),
+                seq(literal("<"), Ref("s"), literal(">")),
+                seq(literal("<"), Ref("r"), literal(">")),
+            )
+        ),
+        "r": literal(">"),
+    }
+    assert _unrolled(rules).matches(b"<<>")
+    with pytest.raises(UnsupportedFeatureError, match="Shift/Reduce"):
+        grammar_from_rules(rules, "s")
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -37,8 +37,9 @@ def analyse_generated(
     lark's rules) of a generated grammar, as `Lark(text, parser="lalr")` analyses it.
 
     Raises:
-        lark.exceptions.GrammarError: an LALR collision (lark's message, which
-            `_merge_twins` reads) or rules lark refuses (defined twice, undefined).
+        lark.exceptions.GrammarError: an LALR collision or shift/reduce conflict (lark's
+            message, which `_merge_twins` reads) or rules lark refuses (defined twice,
+            undefined).
         GrammarError: text that is not a generated grammar.
     """
     from lark.common import ParserConf
@@ -46,7 +47,9 @@ def analyse_generated(
 
     patterns, rule_trees = _read(text)
     rules = _used(_bnf(rule_trees), start)
-    analysis = LALR_Analyzer(ParserConf(rules, {}, [start]))
+    # Strict: lark would settle a shift/reduce conflict by shifting, and the parser would
+    # then refuse texts of the language (`<<>` of s: "<" | "<" s ">" | "<" r ">"; r: ">").
+    analysis = LALR_Analyzer(ParserConf(rules, {}, [start]), strict=True)
     analysis.compute_lalr()  # type: ignore[no-untyped-call]
     used = {sym.name for rule in rules for sym in rule.expansion if sym.is_term}
     names = {name: i for i, name in enumerate(sorted(used))}
