@@ -301,7 +301,7 @@ def compile_regex(
 
     Raises:
         RegexSyntaxError: the pattern does not parse (`.pos` points at the problem).
-        UnsupportedFeatureError: backreferences, lookaround and similar constructs.
+        UnsupportedFeatureError: backreferences, lookbehind and similar constructs.
         BudgetExceededError: the compile ran past `timeout_s` or `max_states`, or the
             spec nests deeper than the recursion limit (limit="nesting").
     """

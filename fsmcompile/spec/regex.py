@@ -4,7 +4,7 @@ The pattern is parsed once by a recursive-descent parser into IR nodes. Python p
 are first compiled by `re` itself, so exactly the patterns Python accepts are accepted
 and its error message and position are reported for the rest. Constructs whose
 language cannot be a finite automaton or that change meaning under our full-match
-reading (backreferences, lookaround, word boundaries, possessive quantifiers, atomic
+reading (backreferences, lookbehind, word boundaries, possessive quantifiers, atomic
 groups, anchors in the middle) raise `UnsupportedFeatureError` at their position
 rather than being relaxed.
 
@@ -13,6 +13,15 @@ only where nothing can follow, per alternative and through groups. Under full ma
 they are no-ops; in search mode they decide whether the pattern is padded with
 "anything" on that side. Each parsed term therefore keeps its language split by which
 anchors its paths crossed (`_Term.parts`).
+
+Lookaheads: `(?=A)` and `(?!A)` test the rest of the input, from their position to its
+end, against "A, then anything" (A's own `$` ends that at the input's end). That rest is
+what the rest of the pattern reads (then the search padding), which is regular once the
+groups around the lookahead are unfolded into one sequence per reading (a branch taken,
+an optional group taken or not): the lookahead intersects it with the language of A, or
+removes that language from it (`^(?=.*[0-9])(?!.*--).{8,}$`, `^(a(?:(?!.*--)b)?)$`).
+In a group repeated more than once, the same lookahead would test several rests at
+once; there, and inside another lookahead, it is unsupported.
 """
 
 from __future__ import annotations
@@ -26,7 +35,9 @@ from typing import Literal
 from fsmcompile.automaton.ir import (
     EMPTY,
     NOTHING,
+    And,
     CharSet,
+    Diff,
     Node,
     alt,
     normalize_ranges,
@@ -57,7 +68,19 @@ _Key = tuple[int, int]  # (start anchor kind, end anchor kind)
 
 _ANY: Node = repeat(CharSet(((0, 0x10FFFF),)), 0, None)
 _NEWLINE: Node = CharSet(((0x0A, 0x0A),))
+_BEFORE = {_NO_ANCHOR: _ANY, _LINE: alt(EMPTY, seq(_ANY, _NEWLINE)), _TEXT: EMPTY}
+"""What search mode lets stand before a match, by the kind of its start anchor."""
+_AFTER = {
+    _NO_ANCHOR: _ANY,
+    _LINE: alt(EMPTY, seq(_NEWLINE, _ANY)),
+    _DOLLAR: alt(EMPTY, _NEWLINE),
+    _TEXT: EMPTY,
+}
+"""What may follow a match (in search mode, or a lookahead's body anywhere), by the kind
+of its end anchor."""
 _WARNING_MARKS = ("[[", "--", "&&", "~~", "||", "(?P", "(?(")  # where `re` may warn
+_MAX_READINGS = 64
+"""Most alternative item lists the groups around lookaheads may give one pattern."""
 _COUNTS = re.compile(r"\{([0-9]*)(,?)([0-9]*)\}")  # ASCII digits only, as in re
 _MAX_COUNT = 4_294_967_294  # Python's MAXREPEAT - 1; counts past it are errors there too
 
@@ -81,6 +104,12 @@ class _Term:
     empty_only: bool = False  # matches only "" (anchors, empty groups)
     anchor: bool = False  # a bare anchor: nothing to repeat
     quantified: bool = False
+    # A lookahead itself: the language the rest of the input must (True) or must not
+    # (False) be in, and where the lookahead starts.
+    lookahead: tuple[Node, bool, int] | None = None
+    # A group holding a lookahead: its readings as alternative item lists, unjoined, for
+    # the enclosing sequence to take in (the lookahead needs the rest of the pattern).
+    spliced: list[list[_Term]] | None = None
 
 
 def parse_regex(pattern: str, *, dialect: Dialect = "python", search: bool = False) -> Node:
@@ -109,27 +138,14 @@ def parse_regex(pattern: str, *, dialect: Dialect = "python", search: bool = Fal
     if dialect == "python":
         _check_with_re(pattern)
     try:
-        term = _Parser(pattern, dialect).parse()
+        term = _Parser(pattern, dialect, search).parse()
     except RecursionError:
         raise UnsupportedFeatureError(
             "groups nested too deeply to parse; flatten the pattern", pattern=pattern, pos=0
         ) from None
     if not search:
         return alt(*term.parts.values()) if term.parts else NOTHING
-    options = []
-    for (start, end), node in term.parts.items():
-        prefix = {
-            _NO_ANCHOR: _ANY,
-            _LINE: alt(EMPTY, seq(_ANY, _NEWLINE)),
-            _TEXT: EMPTY,
-        }[start]
-        suffix = {
-            _NO_ANCHOR: _ANY,
-            _LINE: alt(EMPTY, seq(_NEWLINE, _ANY)),
-            _DOLLAR: alt(EMPTY, _NEWLINE),
-            _TEXT: EMPTY,
-        }[end]
-        options.append(seq(prefix, node, suffix))
+    options = [seq(_BEFORE[start], node, _AFTER[end]) for (start, end), node in term.parts.items()]
     return alt(*options) if options else NOTHING
 
 
@@ -155,12 +171,76 @@ def _single(node: Node) -> _Term:
     return _Term({(_NO_ANCHOR, _NO_ANCHOR): node})
 
 
+def _joined(items: list[_Term]) -> _Term:
+    """Lookahead-free items read one after the other, their anchor kinds combined per path."""
+    if not items:
+        return _Term({(_NO_ANCHOR, _NO_ANCHOR): EMPTY}, empty_only=True)
+    if len(items) == 1:
+        return replace(items[0], anchor=False, quantified=False)
+    start_pos = next((t.start_pos for t in items if t.start_pos is not None), None)
+    end_pos = next((t.end_pos for t in items if t.end_pos is not None), None)
+    empty_only = all(t.empty_only for t in items)
+    plain = (_NO_ANCHOR, _NO_ANCHOR)
+    if all(len(t.parts) == 1 and plain in t.parts for t in items):
+        return _Term({plain: seq(*(t.parts[plain] for t in items))}, empty_only=empty_only)
+    paths: dict[_Key, list[list[Node]]] = {plain: [[]]}
+    for item in items:
+        grown: dict[_Key, list[list[Node]]] = {}
+        for (s1, e1), prefixes in paths.items():
+            for (s2, e2), node in item.parts.items():
+                key = (max(s1, s2), max(e1, e2))
+                grown.setdefault(key, []).extend(p + [node] for p in prefixes)
+        paths = grown
+    parts = {key: alt(*(seq(*p) for p in ps)) for key, ps in paths.items()}
+    return _Term(parts, start_pos=start_pos, end_pos=end_pos, empty_only=empty_only)
+
+
+def _lookahead_pos(readings: list[list[_Term]]) -> int:
+    """Where the first lookahead of some reading starts."""
+    return next(i.lookahead[2] for items in readings for i in items if i.lookahead is not None)
+
+
+def _readings(term: _Term) -> list[list[_Term]]:
+    """The alternative item lists a term stands for (itself, unless it holds a lookahead)."""
+    return term.spliced if term.spliced is not None else [[term]]
+
+
+def _resolved(items: list[_Term], search: bool) -> list[_Term]:
+    """The top-level sequence `items` with each lookahead applied to everything after it.
+
+    From the last lookahead back: the items after it, joined and (in search mode) padded
+    as the match will be, are intersected with what it tests, or less it. Padded, that
+    part reaches the input's end, so it is keyed as ending there."""
+    items = list(items)
+    while True:
+        at = [i for i, item in enumerate(items) if item.lookahead is not None]
+        if not at:
+            return items
+        i = at[-1]
+        tested, positive, _ = items[i].lookahead  # type: ignore[misc]
+        rest = _joined(items[i + 1 :])
+        parts: dict[_Key, list[Node]] = {}
+        for (start, end), node in rest.parts.items():
+            padded = seq(node, _AFTER[end]) if search else node
+            tested_rest = And((padded, tested)) if positive else Diff((padded, tested))
+            parts.setdefault((start, _TEXT) if search else (start, end), []).append(tested_rest)
+        items[i:] = [
+            _Term(
+                {key: alt(*nodes) for key, nodes in parts.items()},
+                start_pos=rest.start_pos,
+                end_pos=rest.end_pos,
+                empty_only=rest.empty_only,
+            )
+        ]
+
+
 class _Parser:
     """Recursive descent over one pattern; `pos` is the offset of the next character."""
 
-    def __init__(self, pattern: str, dialect: Dialect) -> None:
+    def __init__(self, pattern: str, dialect: Dialect, search: bool = False) -> None:
         self.pattern = pattern
         self.dialect = dialect
+        self.search = search
         self.ecma = dialect == "ecma"
         self.pos = 0
         self.flags = _Flags()
@@ -212,17 +292,21 @@ class _Parser:
     # ---- structure ----------------------------------------------------------------
 
     def parse(self) -> _Term:
-        term = self.alternation(at_start=True)
+        term = self.alternation(at_start=True, top=True)
         if self.peek() is not None:  # only ")" stops an alternation early
             raise self.syntax_error("unbalanced parenthesis")
         return term
 
-    def alternation(self, at_start: bool) -> _Term:
-        branches = [self.sequence(at_start)]
+    def alternation(self, at_start: bool, top: bool = False) -> _Term:
+        """Branches joined by `|`; `top` for the whole pattern's (lookaheads resolve there)."""
+        branches = [self.sequence(at_start, top)]
         while self.match("|"):
-            branches.append(self.sequence(at_start))
+            branches.append(self.sequence(at_start, top))
         if len(branches) == 1:
             return branches[0]
+        spliced = None
+        if any(branch.spliced is not None for branch in branches):
+            spliced = [items for branch in branches for items in _readings(branch)]
         merged: dict[_Key, list[Node]] = {}
         for branch in branches:
             for key, node in branch.parts.items():
@@ -232,9 +316,10 @@ class _Parser:
             start_pos=next((b.start_pos for b in branches if b.start_pos is not None), None),
             end_pos=next((b.end_pos for b in branches if b.end_pos is not None), None),
             empty_only=all(b.empty_only for b in branches),
+            spliced=spliced,
         )
 
-    def sequence(self, at_start: bool) -> _Term:
+    def sequence(self, at_start: bool, top: bool = False) -> _Term:
         items: list[_Term] = []
         consumed = False  # whether an earlier item may have read a character
         end_anchor: int | None = None  # position of an end anchor already seen
@@ -245,6 +330,8 @@ class _Parser:
                 break
             here = self.pos
             if ch in "*+?" or (ch == "{" and self.counted_quantifier(probe=True)):
+                if items and items[-1].lookahead is not None:
+                    raise self.unsupported("quantified lookahead", here)
                 if not items or items[-1].anchor:
                     raise self.syntax_error("nothing to repeat")
                 if items[-1].quantified:
@@ -265,29 +352,33 @@ class _Parser:
             if not atom.empty_only:
                 consumed = True
             items.append(atom)
-        return self.concatenate(items)
+        return self.concatenate(items, top)
 
-    def concatenate(self, items: list[_Term]) -> _Term:
-        if not items:
-            return _Term({(_NO_ANCHOR, _NO_ANCHOR): EMPTY}, empty_only=True)
-        if len(items) == 1:
-            return replace(items[0], anchor=False, quantified=False)
-        start_pos = next((t.start_pos for t in items if t.start_pos is not None), None)
-        end_pos = next((t.end_pos for t in items if t.end_pos is not None), None)
-        empty_only = all(t.empty_only for t in items)
-        plain = (_NO_ANCHOR, _NO_ANCHOR)
-        if all(len(t.parts) == 1 and plain in t.parts for t in items):
-            return _Term({plain: seq(*(t.parts[plain] for t in items))}, empty_only=empty_only)
-        paths: dict[_Key, list[list[Node]]] = {plain: [[]]}
+    def concatenate(self, items: list[_Term], top: bool = False) -> _Term:
+        """The items read one after the other. A lookahead among them (or in a group
+        among them) is applied at the top level, where the rest of the pattern is known;
+        below it the items travel up unjoined, one list per reading of the groups around
+        (`_Term.spliced`)."""
+        if not any(item.lookahead is not None or item.spliced is not None for item in items):
+            return _joined(items)
+        readings: list[list[_Term]] = [[]]
         for item in items:
-            grown: dict[_Key, list[list[Node]]] = {}
-            for (s1, e1), prefixes in paths.items():
-                for (s2, e2), node in item.parts.items():
-                    key = (max(s1, s2), max(e1, e2))
-                    grown.setdefault(key, []).extend(p + [node] for p in prefixes)
-            paths = grown
-        parts = {key: alt(*(seq(*p) for p in ps)) for key, ps in paths.items()}
-        return _Term(parts, start_pos=start_pos, end_pos=end_pos, empty_only=empty_only)
+            readings = [done + more for done in readings for more in _readings(item)]
+            if len(readings) > _MAX_READINGS:
+                raise self.unsupported(
+                    f"more than {_MAX_READINGS} readings of the groups around lookaheads",
+                    _lookahead_pos(readings),
+                )
+        if not top:
+            # For the checks of the enclosing sequence: the items as if without lookaheads.
+            joined = _joined([item for item in items if item.lookahead is None])
+            return replace(joined, spliced=readings)
+        resolved = [_joined(_resolved(reading, self.search)) for reading in readings]
+        merged: dict[_Key, list[Node]] = {}
+        for term in resolved:
+            for key, node in term.parts.items():
+                merged.setdefault(key, []).append(node)
+        return replace(resolved[0], parts={key: alt(*nodes) for key, nodes in merged.items()})
 
     # ---- quantifiers --------------------------------------------------------------
 
@@ -336,14 +427,25 @@ class _Parser:
             pass  # lazy: the same language under full match
         elif not self.ecma and self.peek() == "+":
             raise self.unsupported("possessive quantifier", here)
-        if term.start_pos is not None or term.end_pos is not None:
+        if term.spliced is not None and (hi is None or hi > 1):
+            raise self.unsupported("lookahead in a repeated group", _lookahead_pos(term.spliced))
+        if term.spliced is not None or term.start_pos is not None or term.end_pos is not None:
             if hi is None or hi > 1:
                 raise self.unsupported("anchor inside a repeated group", here)
             parts = {} if hi == 0 else dict(term.parts)
+            spliced = None if term.spliced is None else [] if hi == 0 else list(term.spliced)
             if lo == 0:
                 plain = (_NO_ANCHOR, _NO_ANCHOR)
                 parts[plain] = alt(parts[plain], EMPTY) if plain in parts else EMPTY
-            return _Term(parts, term.start_pos, term.end_pos, term.empty_only, quantified=True)
+                spliced = None if spliced is None else [*spliced, []]
+            return _Term(
+                parts,
+                term.start_pos,
+                term.end_pos,
+                term.empty_only,
+                quantified=True,
+                spliced=spliced,
+            )
         (node,) = term.parts.values() if term.parts else (NOTHING,)
         empty_only = term.empty_only or hi == 0
         return _Term(
@@ -408,7 +510,7 @@ class _Parser:
                 self.pos = end + 1
                 return None
             elif self.peek() in ("=", "!"):
-                raise self.unsupported("lookahead assertion", start)
+                return self.lookahead(start)
             elif self.peek() == "<" and self.peek(1) in ("=", "!"):
                 raise self.unsupported("lookbehind assertion", start)
             elif self.peek() == "(" and not self.ecma:
@@ -425,6 +527,27 @@ class _Parser:
         if not self.match(")"):
             raise self.syntax_error("missing ), unterminated subpattern", start)
         return replace(term, anchor=False, quantified=False)
+
+    def lookahead(self, start: int) -> _Term:
+        """`(?=A)` or `(?!A)` after its `(?`: a marker the top-level sequence resolves.
+
+        The rest of the input must be in "A, then anything" (A's end anchors bound the
+        "anything"), or must not be: `_AFTER` by each path's end anchor."""
+        negative = self.take() == "!"
+        saved = self.flags
+        body = self.alternation(at_start=False)
+        self.flags = saved
+        if not self.match(")"):
+            raise self.syntax_error("missing ), unterminated subpattern", start)
+        if body.spliced is not None:
+            raise self.unsupported("lookahead inside a lookahead", _lookahead_pos(body.spliced))
+        tested = alt(*(seq(node, _AFTER[end]) for (_, end), node in body.parts.items()))
+        return _Term(
+            {(_NO_ANCHOR, _NO_ANCHOR): EMPTY},
+            empty_only=True,
+            anchor=True,
+            lookahead=(tested if body.parts else NOTHING, not negative, start),
+        )
 
     def group_name(self) -> None:
         end = self.pattern.find(">", self.pos)

@@ -80,6 +80,26 @@ def test_string_pattern_searches_decoded_value(accepts) -> None:
     assert not check("ac")
 
 
+def test_string_pattern_lookaheads_test_the_rest_of_the_value(accepts) -> None:
+    check = accepts({"type": "string", "pattern": "^(?=.*[0-9])(?!.*\\s)[a-z0-9 ]{4,8}$"})
+    assert check("abc1")
+    assert check("1abc")
+    assert not check("abcd")  # no digit
+    assert not check("ab c1")  # a space
+    assert not check("abc1\t")  # whitespace outside the class is still outside it
+    assert not check("abcd12345")  # too long
+    check = accepts({"type": "string", "pattern": "x(?!y)"})  # searched: anywhere
+    assert check("axb") and check("yx") and check("xyx")
+    assert not check("xy") and not check("axy")
+    # In an object open to free-form members: the grammar route.
+    check = accepts(
+        {"type": "object", "properties": {"p": {"type": "string", "pattern": "^(?=.*1)[a-z1]+$"}}}
+    )
+    assert check({"p": "ab1"}) and check({"p": "1", "q": [{}]})
+    assert not check({"p": "ab"})
+    assert check({"p": "ab1", "q": {"p": "x"}})  # a free-form member's own "p" is free
+
+
 def test_string_pattern_with_quote_accepts_its_escape(accepts) -> None:
     check = accepts({"type": "string", "pattern": '^"[a-z]*"$'})
     assert check('"abc"')

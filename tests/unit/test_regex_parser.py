@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import pytest
@@ -228,6 +229,68 @@ def test_search_mode_any_prefix_allows_every_code_point() -> None:
     assert matches("x", "😀\n\u2028x\x00", dialect="ecma", search=True)
 
 
+# ---- lookaheads ---------------------------------------------------------------------------
+
+_SHORT_TEXTS = ["".join(p) for n in range(6) for p in itertools.product("ab1\n", repeat=n)]
+"""Every string of up to 5 characters over a, b, 1 and a newline (1,365)."""
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        r"(?=a)\w+",
+        r"^(?=.*1)(?=.*b)\w{2,4}$",
+        r"a(?!b)",
+        r"(?!.*ab).*",
+        r"((a)(?![0-9]*$)\w)$",  # in groups
+        r"(?:(?=b)\w+)$",
+        r"(a(?=b))\w",  # the rest of the pattern after the group counts
+        r"(a(?=b)|1)\w",  # per alternative of a group
+        r"(a|(?=b)\w)\w$",
+        r"(?:(?=a)|b)\w",
+        r"x?(?:a(?!b))?\w",  # in an optional group
+        r"^([ab1](?:(?!.*11)[ab1]*[ab])?)$",
+        r"(?=a|1$)..",
+        r"x?(?=$)",
+        r"(?=b\Z)b",
+        r"^(?!a)",
+        r"(?=(ab)*$).*",
+        r"(?=.*b$).*",
+        r"\w(?!\d)\w",
+        r"(?=a)b|b(?!a)",
+        r"(?m)a(?=$)",
+    ],
+)
+@pytest.mark.parametrize("search", [False, True])
+def test_lookaheads_agree_with_re_on_every_short_text(pattern: str, search: bool) -> None:
+    """The rest of the input after a lookahead (the rest of the pattern, then the search
+    padding) is tested as Python tests it, `$` in the body included, in both modes."""
+    try:
+        dfa = build_dfa(parse_regex(pattern, search=search))
+    except SpecError:
+        dfa = None  # the pattern matches no string
+    for text in _SHORT_TEXTS:
+        expected = (re.search if search else re.fullmatch)(pattern, text) is not None
+        assert (dfa is not None and dfa.matches(text.encode())) == expected, text
+
+
+@pytest.mark.parametrize(
+    ("pattern", "text", "expected"),
+    [
+        (r"^(?=.*\d)(?=.*[A-Z])(?!.*\s).{8,}$", "Passw0rdX", True),
+        (r"^(?=.*\d)(?=.*[A-Z])(?!.*\s).{8,}$", "password0", False),
+        (r"^(?=.*\d)(?=.*[A-Z])(?!.*\s).{8,}$", "Pass w0rdX", False),
+        (r"^(?=.*\d)(?=.*[A-Z])(?!.*\s).{8,}$", "Passw0rd\n", False),  # $: only the end
+        (r"(?!.*://)^[a-z.]+$", "example.com", True),
+        (r"(?!.*://)^[a-z:/.]+$", "http://example.com", False),
+        (r"x(?=y)", "axyz", True),
+        (r"x(?=y)", "axz", False),
+    ],
+)
+def test_ecma_lookaheads_in_search_mode(pattern: str, text: str, expected: bool) -> None:
+    assert matches(pattern, text, dialect="ecma", search=True) is expected
+
+
 # ---- errors -----------------------------------------------------------------------------
 
 
@@ -267,7 +330,10 @@ def test_parse_regex_syntax_error_reports_position(
     [
         (r"(a)\1", "python", "backreference", 3),
         (r"(?P<x>a)(?P=x)", "python", "backreference", 8),
-        (r"a(?=b)", "python", "lookahead", 1),
+        (r"(a(?=b)|c)+", "python", "lookahead in a repeated group", 2),
+        ("(a(?=b)|c)" * 7, "python", "more than 64 readings", 2),
+        (r"(?=a(?!b))a", "python", "lookahead inside a lookahead", 4),
+        (r"(?=^a)a", "python", "not at the start", 3),
         (r"(?<!a)b", "python", "lookbehind", 0),
         (r"\bword", "python", "word boundary", 0),
         (r"a\B", "python", "word boundary", 1),
@@ -280,7 +346,9 @@ def test_parse_regex_syntax_error_reports_position(
         (r"(a)?(?(1)b|c)", "python", "conditional", 4),
         (r"(a)\1", "ecma", "backreference", 3),
         (r"(?<n>a)\k<n>", "ecma", "backreference", 7),
-        (r"a(?!b)", "ecma", "lookahead", 1),
+        (r"(a(?!b))*", "ecma", "lookahead in a repeated group", 2),
+        (r"(?:a(?=b)){2}", "ecma", "lookahead in a repeated group", 4),
+        (r"a(?=b)*", "ecma", "quantified lookahead", 6),
         (r"x\p{Script=Latin}", "ecma", "Unicode property", 1),
         (r"a^", "ecma", "not at the start", 1),
     ],
