@@ -260,9 +260,9 @@ def _root_live_edges(
     shape takes, by entry, then class, then byte.
 
     Every first-level entry sits at the root, whose children are nearly every byte, and a
-    lexeme takes few of them (about 1 edge in 20 lives): making all 256 edges per entry
-    and dropping the dead ones was most of the first level. The root's children are
-    sorted by class once, and each live (entry, class) pair takes its class's slice.
+    lexeme takes few of them (in a book-flight schema, 8,180 of 64,768 edges lived). The
+    root's children are sorted by class once, and each live (entry, class) pair takes
+    its class's slice, so dead edges are never made.
     """
     _, children = trie.children(np.zeros(1, dtype=np.int64))
     child_class = class_of[trie.node_byte[children]]
