@@ -195,6 +195,15 @@ def _joined(items: list[_Term]) -> _Term:
     return _Term(parts, start_pos=start_pos, end_pos=end_pos, empty_only=empty_only)
 
 
+def _merged_parts(terms: list[_Term]) -> dict[_Key, Node]:
+    """The parts of several alternatives, one alternation per anchor key."""
+    merged: dict[_Key, list[Node]] = {}
+    for term in terms:
+        for key, node in term.parts.items():
+            merged.setdefault(key, []).append(node)
+    return {key: alt(*nodes) for key, nodes in merged.items()}
+
+
 def _lookahead_pos(readings: list[list[_Term]]) -> int:
     """Where the first lookahead of some reading starts."""
     return next(i.lookahead[2] for items in readings for i in items if i.lookahead is not None)
@@ -212,12 +221,11 @@ def _resolved(items: list[_Term], search: bool) -> list[_Term]:
     as the match will be, are intersected with what it tests, or less it. Padded, that
     part reaches the input's end, so it is keyed as ending there."""
     items = list(items)
-    while True:
-        at = [i for i, item in enumerate(items) if item.lookahead is not None]
-        if not at:
-            return items
-        i = at[-1]
-        tested, positive, _ = items[i].lookahead  # type: ignore[misc]
+    for i in reversed(range(len(items))):
+        lookahead = items[i].lookahead
+        if lookahead is None:
+            continue
+        tested, positive, _ = lookahead
         rest = _joined(items[i + 1 :])
         parts: dict[_Key, list[Node]] = {}
         for (start, end), node in rest.parts.items():
@@ -232,12 +240,13 @@ def _resolved(items: list[_Term], search: bool) -> list[_Term]:
                 empty_only=rest.empty_only,
             )
         ]
+    return items
 
 
 class _Parser:
     """Recursive descent over one pattern; `pos` is the offset of the next character."""
 
-    def __init__(self, pattern: str, dialect: Dialect, search: bool = False) -> None:
+    def __init__(self, pattern: str, dialect: Dialect, search: bool) -> None:
         self.pattern = pattern
         self.dialect = dialect
         self.search = search
@@ -307,12 +316,8 @@ class _Parser:
         spliced = None
         if any(branch.spliced is not None for branch in branches):
             spliced = [items for branch in branches for items in _readings(branch)]
-        merged: dict[_Key, list[Node]] = {}
-        for branch in branches:
-            for key, node in branch.parts.items():
-                merged.setdefault(key, []).append(node)
         return _Term(
-            {key: alt(*nodes) for key, nodes in merged.items()},
+            _merged_parts(branches),
             start_pos=next((b.start_pos for b in branches if b.start_pos is not None), None),
             end_pos=next((b.end_pos for b in branches if b.end_pos is not None), None),
             empty_only=all(b.empty_only for b in branches),
@@ -374,11 +379,7 @@ class _Parser:
             joined = _joined([item for item in items if item.lookahead is None])
             return replace(joined, spliced=readings)
         resolved = [_joined(_resolved(reading, self.search)) for reading in readings]
-        merged: dict[_Key, list[Node]] = {}
-        for term in resolved:
-            for key, node in term.parts.items():
-                merged.setdefault(key, []).append(node)
-        return replace(resolved[0], parts={key: alt(*nodes) for key, nodes in merged.items()})
+        return replace(resolved[0], parts=_merged_parts(resolved))
 
     # ---- quantifiers --------------------------------------------------------------
 
