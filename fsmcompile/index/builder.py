@@ -31,7 +31,7 @@ def _region_plan(
     """
     extra = np.full(origins.shape[0], -1, dtype=np.int64)
     served: list[tuple[int, int, ShapeWalk, Region]] = []
-    regions = find_regions(dfa)
+    regions = find_regions(dfa, feeders=True)
     if not regions:
         return extra, served, 0
     origin_index = {int(s): i for i, s in enumerate(origins.tolist())}

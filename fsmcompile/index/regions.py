@@ -9,6 +9,10 @@ with every way out of the anchor marked as an exit. Equal shapes (every unbounde
 string of a schema) share one walk of the vocabulary trie, cached per vocabulary. Each
 anchor then pays only for its exit events: the few trie nodes where a token leaves the
 region (a token holding a closing quote), from the state it leaves into.
+
+A token index also serves a region's *feeders*: states outside it that enter it on many
+bytes, such as the first characters of a string with a `minLength`. Their tokens, too,
+differ only once they leave.
 """
 
 from __future__ import annotations
@@ -29,8 +33,10 @@ from fsmcompile.vocabulary import Vocabulary
 # content loops on ~90 ASCII bytes; digit and keyword states loop on at most ~62.
 _MIN_LOOP_BYTES = 64
 # Satellites are the states inside one character or escape sequence: never more than
-# this many bytes from the anchor (`\uXXXX` is 6), so candidates come from a bounded BFS.
-_MAX_SATELLITE_DEPTH = 6
+# this many bytes from the anchor, so candidates come from a bounded BFS. An escaped
+# surrogate pair (`\uD83D\uDE00`) is 12: at 6, its first half left the region, so did
+# every escape state before it, and each of them walked the vocabulary on its own.
+_MAX_SATELLITE_DEPTH = 12
 _MAX_REGION_STATES = 63  # with the anchor, roles fit one uint64 bitset
 
 
@@ -126,50 +132,84 @@ def _canonical_order(anchor: int, members: set[int], full: npt.NDArray[np.int32]
     return order
 
 
-def find_regions(dfa: ByteDFA, barred: npt.NDArray[np.bool_] | None = None) -> list[Region]:
+def find_regions(
+    dfa: ByteDFA, barred: npt.NDArray[np.bool_] | None = None, *, feeders: bool = False
+) -> list[Region]:
     """Every anchor of `dfa` with its satellites and shape.
 
     `barred` states are never part of a region (a grammar lexer bars the states where a
-    lexeme can be cut): they can only be exit targets.
+    lexeme can be cut): they can only be exit targets. With `feeders`, each region also
+    takes the states that lead into it on many bytes (`_feeders`); a token index serves
+    them from the shape walk too, where a grammar lexer keeps its exits at the anchor.
     Cost: O(S * 256) to count loops plus a small BFS per anchor.
     """
     full = _full_table(dfa)
     loop_count = (full == np.arange(dfa.num_states)[:, None]).sum(axis=1)
     if barred is None:
         barred = np.zeros(dfa.num_states, dtype=np.bool_)
-    regions: list[Region] = []
     anchors = np.flatnonzero((loop_count >= _MIN_LOOP_BYTES) & ~barred).tolist()
     if not anchors:
-        return regions
+        return []
     targets_of = distinct_targets(full)
+    members: list[list[int]] = []
     for anchor in anchors:
         satellites = _satellites(anchor, targets_of, loop_count, full, barred)
-        if satellites is None:
-            continue
-        states = [anchor, *satellites]
-        role_of = np.full(dfa.num_states + 1, -1, dtype=np.int32)  # last slot: dead
-        role_of[states] = np.arange(len(states), dtype=np.int32)
-        rows = full[states]
-        table = role_of[rows]  # -1 (dead) stays -1 through the last slot
-        inside = table >= 0
-        # Exits leave from the anchor only (satellites have none by construction); one
-        # sink per distinct target, numbered by first byte.
-        exit_bytes = np.flatnonzero((rows[0] >= 0) & ~inside[0])
-        targets: list[int] = []
-        for byte in exit_bytes.tolist():
-            target = int(rows[0, byte])
-            if target not in targets:
-                targets.append(target)
-            table[0, byte] = len(states) + targets.index(target)
-        sinks = np.full((len(targets), 256), -1, dtype=np.int32)
-        shape = np.concatenate([table, sinks])
-        key = hashlib.sha256(shape.tobytes()).hexdigest()
-        regions.append(
-            Region(
-                np.asarray(states, dtype=np.int64), np.asarray(targets, dtype=np.int64), key, shape
-            )
-        )
-    return regions
+        if satellites is not None:
+            members.append([anchor, *satellites])
+    if feeders:
+        claimed = barred | (loop_count >= _MIN_LOOP_BYTES)
+        claimed[[state for states in members for state in states]] = True
+        for states in members:
+            states += _feeders(states, full, claimed)
+    return [_region(states, full) for states in members]
+
+
+def _feeders(
+    members: list[int], full: npt.NDArray[np.int32], claimed: npt.NDArray[np.bool_]
+) -> list[int]:
+    """Unclaimed states that lead into the region on many bytes (marked claimed here).
+
+    These are the first characters of a string with a `minLength`: each would otherwise
+    walk most of the vocabulary on its own, since what follows the string differs. Found
+    in rounds (a feeder of a feeder is an earlier character), each round ordered by its
+    rows in role numbers, so equal regions number their feeders alike.
+    """
+    role_of = np.full(full.shape[0] + 1, -1, dtype=np.int64)  # last slot: dead
+    role_of[members] = np.arange(len(members))
+    added: list[int] = []
+    while True:
+        roles = role_of[full]
+        found = np.flatnonzero(((roles >= 0).sum(axis=1) >= _MIN_LOOP_BYTES) & ~claimed)
+        room = _MAX_REGION_STATES + 1 - len(members) - len(added)
+        if found.shape[0] == 0 or found.shape[0] > room:
+            return added
+        found = found[np.lexsort(roles[found].T[::-1])]
+        role_of[found] = len(members) + len(added) + np.arange(found.shape[0])
+        claimed[found] = True
+        added += found.tolist()
+
+
+def _region(states: list[int], full: npt.NDArray[np.int32]) -> Region:
+    """The region of these roles (anchor first): its shape table, with one sink per
+    distinct target outside, numbered in role order, then by first byte."""
+    role_of = np.full(full.shape[0] + 1, -1, dtype=np.int32)  # last slot: dead
+    role_of[states] = np.arange(len(states), dtype=np.int32)
+    rows = full[states]
+    table = role_of[rows]  # -1 (dead) stays -1 through the last slot
+    # Only the anchor and feeders have exits: satellites lead back by construction.
+    role, byte = np.nonzero((rows >= 0) & (table < 0))
+    targets: list[int] = []
+    for r, b in zip(role.tolist(), byte.tolist(), strict=True):
+        target = int(rows[r, b])
+        if target not in targets:
+            targets.append(target)
+        table[r, b] = len(states) + targets.index(target)
+    sinks = np.full((len(targets), 256), -1, dtype=np.int32)
+    shape = np.concatenate([table, sinks])
+    key = hashlib.sha256(shape.tobytes()).hexdigest()
+    return Region(
+        np.asarray(states, dtype=np.int64), np.asarray(targets, dtype=np.int64), key, shape
+    )
 
 
 def walk_roles(region: Region, vocab: Vocabulary, depth: int = 0, *, up_to: int = 0) -> RoleWalk:

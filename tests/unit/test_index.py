@@ -189,6 +189,36 @@ def test_index_string_regions_match_brute_force(gpt2: Vocabulary) -> None:
     assert_index_matches_brute_force(index, states=region_states + [0])
 
 
+def test_index_string_escapes_and_first_characters_are_served_exactly(gpt2: Vocabulary) -> None:
+    # A JSON Schema string's escapes (surrogate pairs included) belong to its region, and
+    # with `feeders` so do the first characters of a `minLength`: every state on those
+    # paths is served from shape walks, and its mask is still the brute-force one.
+    from fsmcompile.automaton import build_dfa
+    from fsmcompile.compiler import lower_spec
+    from fsmcompile.index.regions import find_regions
+
+    member = {"type": "string", "minLength": 1}
+    schema = {
+        "type": "object",
+        "properties": {"a": member, "b": {**member, "minLength": 3}},
+        "required": ["a", "b"],
+        "additionalProperties": False,
+    }
+    node, _ = lower_spec("json", schema, {})
+    dfa = build_dfa(node)
+    first_a = dfa.walk(b'{"a":"')
+    anchor_a = dfa.walk(b"x", first_a)
+    first_b = dfa.walk(b'","b":"', anchor_a)
+    escapes = [dfa.walk(text, anchor_a) for text in (b"\\", b"\\u", b"\\uD83D", b"\\uD83D\\")]
+    plain = {int(s) for r in find_regions(dfa) for s in r.states}
+    assert {anchor_a, *escapes} <= plain and first_a not in plain
+    served = {int(s) for r in find_regions(dfa, feeders=True) for s in r.states}
+    feeders = [first_a, first_b, dfa.walk(b"x", first_b), dfa.walk(b"xy", first_b)]
+    assert set(feeders) <= served - plain
+    index = build_token_index(dfa, gpt2, kind="json", spec_hash="t")
+    assert_index_matches_brute_force(index, states=[*feeders, anchor_a, *escapes])
+
+
 def test_set_bits_of_rows_lists_every_set_bit_by_row_then_bit() -> None:
     from fsmcompile.index.grammar_index import _set_bits_of_rows
 
