@@ -62,19 +62,23 @@ class Repeat:
 class CountedRepeat(Repeat):
     """A `Repeat` whose upper bound a grammar lexer may enforce with a counter.
 
-    `item` must be a prefix code (no spelling of it is a proper prefix of another, as one
-    JSON string character), so every start of an item is one determinate byte of the text.
-    Every consumer that does not count reads it as the plain `Repeat` it is; a lexer
-    terminal holding one (`counted_at`) is built unbounded, and the runtime
-    counts item starts against `max` instead of holding `max` copies of the item.
+    Counting needs `item` to be a prefix code (no spelling of it is a proper prefix of
+    another, as one JSON string character), so every start of an item is one determinate
+    byte of the text; where it is not, the lexer finds so and unrolls the bound. Every
+    consumer that does not count reads it as the plain `Repeat` it is; a lexer terminal
+    holding one (`counted_at`) is built unbounded, and the runtime counts item starts
+    against `max` instead of holding `max` copies of the item.
     """
 
 
 def counted_at(node: Node) -> tuple[int, CountedRepeat] | None:
-    """Where the one `CountedRepeat` of `node` (a `Concat`) is: the index of the item that
-    is it, or that is an `And` holding it directly (a string under a `pattern` or `format`
-    and a length bound, whose product would unroll the pattern once per character), and
-    the repeat; None without exactly one."""
+    """Where the one `CountedRepeat` of `node` (a `Concat`, or the repeat alone: the items
+    of a long array) is: the index of the item that is it, or that is an `And` holding it
+    directly (a string under a `pattern` or `format` and a length bound, whose product
+    would unroll the pattern once per character), and the repeat; None without exactly
+    one."""
+    if isinstance(node, CountedRepeat):
+        return (0, node) if node.max is not None else None
     if not isinstance(node, Concat):
         return None
     found = [
@@ -96,6 +100,8 @@ def counted_item(node: Node) -> CountedRepeat | None:
 
 def uncounted(node: Node) -> Node:
     """`node` with its counted item's upper bound dropped (the language a counter cuts)."""
+    if isinstance(node, CountedRepeat):
+        return Repeat(node.item, node.min, None)
     assert isinstance(node, Concat)
 
     def drop(item: Node) -> Node:

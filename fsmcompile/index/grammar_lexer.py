@@ -297,7 +297,15 @@ def _co_reachable(
 
 
 class _SharedCountedState(Exception):
-    """A counted item starts in a lexer state another terminal's lexeme shares."""
+    """A counted item starts in a lexer state another terminal's lexeme shares.
+
+    Attributes:
+        terminals: the counted terminals with a thread in that state.
+    """
+
+    def __init__(self, terminals: frozenset[int]) -> None:
+        super().__init__(sorted(terminals))
+        self.terminals = terminals
 
 
 def build_lexer_automaton(
@@ -312,8 +320,9 @@ def build_lexer_automaton(
     Counted terminals (`Terminal.counted`) that `countable` accepts (no token can write
     more items than the bound into a lexeme it starts: `fresh_items.max_fresh_items`) are
     built unbounded, their item starts marked for the runtime's counter; others, all of
-    them without `countable`, and all of them if a counted lexeme shares a state with
-    another terminal's, are built with the bound unrolled.
+    them without `countable`, and those whose items start in a state another terminal's
+    lexeme shares (a long array of ids beside keys that begin like them), are built with
+    the bound unrolled.
 
     Cost: subset construction in Python, O(DFA states x classes x threads); lark
     terminals give tens to hundreds of states per context. A generated grammar (every
@@ -330,10 +339,12 @@ def build_lexer_automaton(
         c.unless for c in grammar.contexts
     ):
         build = _build_lexer_from_dfas
-    try:
-        return build(grammar, max_states, deadline, countable)
-    except _SharedCountedState:
-        return build(grammar, max_states, deadline, None)
+    unrolled: frozenset[int] = frozenset()
+    while True:
+        try:
+            return build(grammar, max_states, deadline, countable, unrolled)
+        except _SharedCountedState as exc:
+            unrolled |= exc.terminals  # each round unrolls one more terminal at least
 
 
 def item_starts(dfa: ByteDFA, node: Node) -> dict[int, frozenset[int]] | None:
@@ -348,9 +359,9 @@ def item_starts(dfa: ByteDFA, node: Node) -> dict[int, frozenset[int]] | None:
     from fsmcompile.automaton import build_dfa
 
     at = counted_at(node)
-    assert isinstance(node, Concat) and at is not None
+    assert at is not None
     cut, counted = at
-    prefix = build_dfa(Concat(node.items[:cut]))
+    prefix = build_dfa(Concat(node.items[:cut] if isinstance(node, Concat) else ()))
     unit = build_dfa(counted.item)
     reps = _joint_bytes(dfa, prefix, unit)
     entry: set[int] = set()
@@ -426,6 +437,8 @@ class _LexerTable:
             context, char bound) before trimming.
         char_starts: per state with counted moves, whether each class starts an item.
         starts: the start state of each context.
+        shared_starts: context starts where a counted item starts beside another
+            terminal's lexeme, with the counted terminals there (see `count_in`).
     """
 
     num_classes: int
@@ -436,6 +449,22 @@ class _LexerTable:
     bounds: list[int] = field(default_factory=list)
     char_starts: dict[int, list[bool]] = field(default_factory=dict)
     starts: list[int] = field(default_factory=list)
+    shared_starts: dict[int, frozenset[int]] = field(default_factory=dict)
+
+    def count_in(self, sid: int, flags: list[bool], counted: frozenset[int]) -> None:
+        """Mark the classes that start a counted item in state `sid`.
+
+        The runtime checks a lexeme's count against the bound of the state it is in, so a
+        state another terminal's lexeme shares has none. That is safe only where a lexeme
+        starts, with no item yet: `countable` bounds what one token writes from there.
+        Elsewhere, `_SharedCountedState` names the `counted` terminals to unroll; `finish`
+        checks that no move leads back into such a start.
+        """
+        if self.bounds[sid] < 0:
+            if sid not in self.starts:
+                raise _SharedCountedState(counted)
+            self.shared_starts[sid] = counted
+        self.char_starts[sid] = flags
 
     def add(self, label: int, restart: int, bound: int) -> int:
         """A new state with no moves yet; its id."""
@@ -466,6 +495,11 @@ class _LexerTable:
         """The automaton, trimmed (unless `trimmed` says every state is co-reachable
         already) and minimized."""
         trans = np.array(self.rows, dtype=np.int32).reshape(len(self.rows), self.num_classes)
+        if self.shared_starts:
+            entered = np.isin(np.fromiter(self.shared_starts, dtype=np.int32), trans)
+            if entered.any():
+                counted = [t for ts in self.shared_starts.values() for t in ts]
+                raise _SharedCountedState(frozenset(counted))
         char_start = np.zeros(trans.shape, dtype=np.bool_)
         for sid, flags in self.char_starts.items():
             char_start[sid] = flags
@@ -502,7 +536,11 @@ def _terminal_automaton(
 
 
 def _build_lexer(
-    grammar: LarkGrammar, max_states: int, deadline: float | None, countable: Countable | None
+    grammar: LarkGrammar,
+    max_states: int,
+    deadline: float | None,
+    countable: Countable | None,
+    unrolled: frozenset[int] = frozenset(),
 ) -> LexerAutomaton:
 
     # NFA states are cheap next to DFA states (an embedded terminal automaton takes one
@@ -518,7 +556,8 @@ def _build_lexer(
         if term.dfa is None:
             term_entry.append(nfa.build(term.node, match_of_terminal[t]))
             continue
-        dfa, moves, bound_of[t] = _terminal_automaton(term, countable, max_states, deadline)
+        may_count = None if t in unrolled else countable
+        dfa, moves, bound_of[t] = _terminal_automaton(term, may_count, max_states, deadline)
         term_entry.append(nfa.embed(dfa, match_of_terminal[t], moves))
     any_counted = any(b >= 0 for b in bound_of)
     class_of_byte, class_byte = _byte_classes(nfa)
@@ -619,11 +658,11 @@ def _build_lexer(
                 continue
             counting = [row for s in main if nfa.counting[s] and (row := step[s]) is not None]
             if counting:
-                if table.bounds[sid] < 0:
-                    raise _SharedCountedState
-                table.char_starts[sid] = [
-                    any(r[c] >= 0 for r in counting) for c in range(num_classes)
-                ]
+                table.count_in(
+                    sid,
+                    [any(r[c] >= 0 for r in counting) for c in range(num_classes)],
+                    frozenset(nfa.owner[s] for s in main if nfa.counting[s]),
+                )
             shadow_rows = [row for s in shadow if (row := step[s]) is not None]
             # Classes whose threads move alike lead to one state: intern each once. The
             # per-class steps (columns, lookups) run in `zip`, `dict` and `map`: a lexer
@@ -657,7 +696,11 @@ def _build_lexer(
 
 
 def _build_lexer_from_dfas(
-    grammar: LarkGrammar, max_states: int, deadline: float | None, countable: Countable | None
+    grammar: LarkGrammar,
+    max_states: int,
+    deadline: float | None,
+    countable: Countable | None,
+    unrolled: frozenset[int] = frozenset(),
 ) -> LexerAutomaton:
     """`_build_lexer` for terminals that all have automata (generated grammars), without
     keywords: the subset construction runs on (terminal, automaton state) threads
@@ -672,8 +715,9 @@ def _build_lexer_from_dfas(
     automata: list[ByteDFA] = []
     bound_of: list[int] = []
     item_moves: list[dict[int, frozenset[int]] | None] = []
-    for term in grammar.terminals:
-        dfa, moves, bound = _terminal_automaton(term, countable, max_states, deadline)
+    for t, term in enumerate(grammar.terminals):
+        may_count = None if t in unrolled else countable
+        dfa, moves, bound = _terminal_automaton(term, may_count, max_states, deadline)
         automata.append(dfa)
         bound_of.append(bound)
         item_moves.append(moves)
@@ -753,12 +797,14 @@ def _build_lexer_from_dfas(
                 (flags, move_rows[k]) for k in main if (flags := counting_rows[k]) is not None
             ]
             if counting:
-                if table.bounds[sid] < 0:
-                    raise _SharedCountedState
-                table.char_starts[sid] = [
-                    any(flags[c] and moves[c] >= 0 for flags, moves in counting)
-                    for c in range(num_classes)
-                ]
+                table.count_in(
+                    sid,
+                    [
+                        any(flags[c] and moves[c] >= 0 for flags, moves in counting)
+                        for c in range(num_classes)
+                    ],
+                    frozenset(term_of[k] for k in main if counting_rows[k] is not None),
+                )
             if len(main) == 1:
                 row = move_rows[main[0]]
                 target_of = dict.fromkeys(row, -1)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from fsmcompile.automaton.ir import (
     EMPTY,
+    CountedRepeat,
     Node,
     Repeat,
     alt,
@@ -29,6 +30,13 @@ from fsmcompile.automaton.ir import (
 from fsmcompile.spec.json_schema.numbers import NUMBER_TEXT
 from fsmcompile.spec.json_schema.options import JsonOptions
 from fsmcompile.spec.json_schema.strings import ANY_CHAR, ANY_STRING, QUOTE
+
+COUNTED_ITEMS_FROM = 32
+"""Item bounds (`maxItems`, `maxProperties`) from here on are `CountedRepeat`s: a grammar
+lexer counts the items of a long bounded array of strings, such as 200 ids under a
+`pattern`, rather than holding 200 copies of the item in every lexer context that can
+read it (a fifth of the lexer of a WashingtonPost schema). Where the item is no prefix
+code (`,1` of `,12`) the lexer unrolls the bound, as it does below this one."""
 
 _WS_CHARS = chars(" \t\n\r")
 _LOOSE_STRING = seq(
@@ -68,7 +76,9 @@ class JsonSyntax:
     def separated(self, item: Node, min_count: int, max_count: int | None) -> Node:
         """`item (, item)*` with `min_count..max_count` items (at least one)."""
         rest_max = None if max_count is None else max_count - 1
-        return seq(item, Repeat(seq(self.comma, item), max(min_count - 1, 0), rest_max))
+        counted = rest_max is not None and rest_max >= COUNTED_ITEMS_FROM
+        repeat = CountedRepeat if counted else Repeat
+        return seq(item, repeat(seq(self.comma, item), max(min_count - 1, 0), rest_max))
 
     def array_of(self, item: Node, min_count: int = 0, max_count: int | None = None) -> Node:
         """`[item, ...]` with `min_count..max_count` items."""
