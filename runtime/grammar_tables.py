@@ -113,7 +113,11 @@ class GrammarTables:
             lexer.context_start[self._context_of_state[int(table.start_state)]]
         )
         self._sequences = SequenceTable.of(
-            index.seq_parent.tolist(), index.seq_terminal.tolist(), index.seq_context.tolist()
+            index.seq_parent.tolist(),
+            index.seq_terminal.tolist(),
+            index.seq_context.tolist(),
+            num_terminals=len(index.terminal_names),
+            num_contexts=int(lexer.context_start.shape[0]),
         )
         self._constraints = ConstraintTable()
         self._xsets = _exit_lists(index)

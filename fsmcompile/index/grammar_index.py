@@ -187,7 +187,7 @@ def build_grammar_index(
     shape_xset[shapes.of_state] = exits.state_xset
     regions = RegionServer(shapes, vocab)
     height = int(vocab.trie.node_height[0]) if vocab.trie.num_nodes else 0
-    sequences = SequenceTable()
+    sequences = SequenceTable(num_terminals, int(lexer.context_start.shape[0]))
     constraints = ConstraintTable()
     levels = walk_levels(shapes, shape_xset, regions, height, deadline)
     parts = []

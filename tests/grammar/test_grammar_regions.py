@@ -110,16 +110,14 @@ def _walk_both(
     ignored = grammar.ignored.tolist()
     results = []
     server = RegionServer(shapes, vocab)
+    # One sequence table for both, so equal sequences get equal ids.
+    sequences = SequenceTable(len(contexts), int(lexer.context_start.shape[0]))
     for regions in (None, server):
-        # One sequence table for both, so equal sequences get equal ids.
         records = walk_grammar_tokens(
-            shapes, vocab.trie, contexts, ignored, SEQUENCES, ConstraintTable(), regions=regions
+            shapes, vocab.trie, contexts, ignored, sequences, ConstraintTable(), regions=regions
         )
         results.append(_outcomes(records, regions, vocab, lexer.num_states))
     return results[0], results[1], server
-
-
-SEQUENCES = SequenceTable()
 
 
 @pytest.mark.parametrize("name", sorted(SCHEMAS))
@@ -162,6 +160,7 @@ def test_level_merged_walk_keeps_every_exit_set(gpt2: Vocabulary) -> None:
     levels = walk_levels(shapes, shape_xset, RegionServer(shapes, gpt2), height)
     assert (levels.canon[1] != np.arange(shapes.num_shapes)).any(), "no shapes merged"
     found = []
+    sequences = SequenceTable(len(contexts), int(lexer.context_start.shape[0]))
     for merged in (None, levels):
         server = RegionServer(shapes, gpt2)
         records = walk_grammar_tokens(
@@ -169,7 +168,7 @@ def test_level_merged_walk_keeps_every_exit_set(gpt2: Vocabulary) -> None:
             gpt2.trie,
             contexts,
             ignored,
-            SEQUENCES,
+            sequences,
             ConstraintTable(),
             levels=merged,
             regions=server,
@@ -194,8 +193,9 @@ def test_packed_stay_rows_kept_with_the_walk_equal_fresh_packing(gpt2: Vocabular
     def served() -> StayGroups:
         server = RegionServer(shapes, gpt2)
         server.stays = StayGroups(kept)
+        sequences = SequenceTable(len(contexts), int(shapes.context_start.shape[0]))
         walk_grammar_tokens(
-            shapes, gpt2.trie, contexts, ignored, SequenceTable(), ConstraintTable(), regions=server
+            shapes, gpt2.trie, contexts, ignored, sequences, ConstraintTable(), regions=server
         )
         return server.stays
 

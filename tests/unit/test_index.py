@@ -9,6 +9,8 @@ from exactness import (
     dfa_from_edges,
     tiny_vocabulary,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from support import force_edge_round_collisions, random_moves
 
 from fsmcompile.automaton.dfa import ByteDFA
@@ -272,3 +274,44 @@ def test_sorted_unique_is_np_unique(dtype) -> None:
         got = sorted_unique(values)
         assert got.dtype == values.dtype
         assert got.tolist() == np.unique(values).tolist()
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    terminals=st.integers(1, 40),
+    contexts=st.integers(1, 40),
+    steps=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**6)), max_size=60),
+)
+def test_sequence_table_ids_agree_between_batches_single_steps_and_reloading(
+    terminals: int, contexts: int, steps: list[tuple[int, int]]
+) -> None:
+    # The walk interns sequences by packed keys in batches, the runtime one at a time on a
+    # table rebuilt from the stored columns: every path must give each sequence one id.
+    from fsmcompile.index.grammar_walk import SequenceTable
+
+    batched, single = SequenceTable(terminals, contexts), SequenceTable(terminals, contexts)
+    half = len(steps) // 2
+    for lo, hi in ((0, half), (half, len(steps))):
+        known = len(batched.parent)
+        triples = sorted({(a % known, b % terminals, (a + b) % contexts) for a, b in steps[lo:hi]})
+        keys = np.array([batched.key(*t) for t in triples], dtype=np.int64)
+        got = batched.extend_keys(keys).tolist()
+        assert got == [single.extend(*t) for t in triples]
+        for t, i in zip(triples, got, strict=True):
+            assert (batched.parent[i], batched.terminal[i], batched.context[i]) == t
+    assert (batched.parent, batched.terminal, batched.context) == (
+        single.parent,
+        single.terminal,
+        single.context,
+    )
+    reloaded = SequenceTable.of(
+        batched.parent,
+        batched.terminal,
+        batched.context,
+        num_terminals=terminals,
+        num_contexts=contexts,
+    )
+    for i in range(1, len(batched.parent)):
+        parts = (batched.parent[i], batched.terminal[i], batched.context[i])
+        assert reloaded.extend(*parts) == i
+    assert len(reloaded.parent) == len(batched.parent)
