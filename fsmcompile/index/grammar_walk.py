@@ -69,8 +69,10 @@ class SequenceTable:
         """The table holding these sequences under their ids (id 0 is the empty one), as
         an index stores them."""
         table = cls(num_terminals, num_contexts, list(parent), list(terminal), list(context))
-        keys = zip(parent[1:], terminal[1:], context[1:], strict=True)
-        table._ids = {table.key(*k): i for i, k in enumerate(keys, start=1)}
+        columns = (np.asarray(c[1:], dtype=np.int64) for c in (parent, terminal, context))
+        seq, term, ctx = columns
+        keys = (seq * num_terminals + term) * num_contexts + ctx  # `key`, for every row
+        table._ids = dict(zip(keys.tolist(), range(1, len(parent)), strict=True))
         return table
 
     def key(self, seq: int, terminal: int, context: int) -> int:
