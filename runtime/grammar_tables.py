@@ -93,7 +93,10 @@ class GrammarTables:
         self._end = num_terminals
         self._num_symbols = num_terminals + 1
         self._action = _action_dicts(table.action)
-        self._goto: list[list[int]] = table.goto.tolist()
+        # One flat list, not one per parser state: thousands of small lists would each be
+        # a container the garbage collector walks on every full pass.
+        self._goto: list[int] = table.goto.reshape(-1).tolist()
+        self._num_nonterminals = int(table.goto.shape[1])
         self._rule_lhs: list[int] = table.rule_lhs.tolist()
         self._rule_len: list[int] = table.rule_len.tolist()
         self._end_state = int(table.end_state)
@@ -175,7 +178,7 @@ class GrammarTables:
         self._end_ok: dict[int, tuple[bool, int]] = {}
         self._row_exact: dict[tuple[int, int], tuple[npt.NDArray[np.int32], int]] = {}
         self._row_suffix: dict[tuple[int, tuple[int, ...]], npt.NDArray[np.int32]] = {}
-        self._suffix_lengths: dict[tuple[int, int], list[int]] = {}
+        self._suffix_lengths: dict[tuple[int, int], tuple[int, ...]] = {}
         self._outcomes: dict[tuple[int, int, int], tuple[Outcome, ...]] = {}
         self._byte_outcomes: dict[tuple[int, int, int], tuple[Outcome, ...]] = {}
         self._forced: dict[tuple[tuple[Config, ...], bool], Forced] = {}
@@ -209,7 +212,7 @@ class GrammarTables:
         for _ in range(self._rule_len[rule]):
             sid = parent[sid]
         floor = min(floor, depth[sid])
-        target = self._goto[self._stack_state[sid]][self._rule_lhs[rule]]
+        target = self._goto[self._stack_state[sid] * self._num_nonterminals + self._rule_lhs[rule]]
         if target < 0:
             return -1, floor
         return self._push(sid, target), floor
@@ -356,9 +359,9 @@ class GrammarTables:
         self._bound_caches()
         row, floor = self._compute_row(stack, state)
         length = self._stack_depth[stack] - floor + 1
-        lengths = self._suffix_lengths.setdefault(top, [])
-        if length not in lengths:
-            lengths.append(length)
+        lengths = self._suffix_lengths.get(top, ())
+        if length not in lengths:  # a tuple of ints: the collector stops tracking it
+            self._suffix_lengths[top] = (*lengths, length)
         self._row_suffix[(state, self._suffix(stack, length))] = row
         self._row_exact[key] = (row, floor)
         return row, floor
