@@ -309,3 +309,51 @@ def test_lexer_without_tags_or_counts_is_already_its_own_shapes(name, gpt2) -> N
     shapes = lexer_shapes(lexer)
     assert np.array_equal(shapes.of_state, np.arange(lexer.num_states))
     assert np.array_equal(shapes.transitions, lexer.transitions)
+
+
+def _accepts(index, vocab, text: str) -> bool:
+    """Every token of the real tokenization is in the mask (and `advance` agrees), then EOS."""
+    from fsmcompile.index.bits import unpack_row
+    from fsmcompile.runtime.matcher import matcher_for
+
+    matcher = matcher_for(index)
+    for token in [*vocab.encode(text), vocab.eos_token_ids[0]]:
+        allowed = bool(unpack_row(matcher._row(), vocab.size)[token])
+        assert matcher.advance(token) is allowed
+        if not allowed:
+            return False
+    return True
+
+
+def test_a_counted_item_starting_beside_another_lexeme_unrolls_that_terminal_only(gpt2) -> None:
+    # `(,a){2,40}` and `,a,b` share a lexer context, and after `,a` the counted lexeme
+    # starts its second item while the other one is still alive: no one bound fits that
+    # state, so that terminal's bound is unrolled, and only that one: `(;b){0,50}` keeps
+    # its count. Without the other lexeme beside it, the first is counted too.
+    from fsmcompile.automaton.ir import Alt, Concat, CountedRepeat, chars, literal
+    from fsmcompile.index.fresh_items import countable_for
+    from fsmcompile.index.grammar_index import build_grammar_index
+    from fsmcompile.spec.lark.from_rules import grammar_from_rules
+
+    shared = CountedRepeat(literal(",a"), 2, 40)
+    alone = CountedRepeat(literal(";b"), 0, 50)
+    grammars = {}
+    for name, middle in (("beside", Alt((shared, literal(",a,b")))), ("alone", shared)):
+        root = Concat((chars("["), middle, chars("]"), alone))
+        grammars[name] = grammar_from_rules({"root": root}, "root", max_states=100_000)
+    bounds = {
+        name: set(
+            build_lexer_automaton(
+                g, max_states=100_000, countable=countable_for(gpt2, g)
+            ).char_bound.tolist()
+        )
+        for name, g in grammars.items()
+    }
+    assert bounds == {"beside": {-1, 50}, "alone": {-1, 40, 50}}
+
+    index = build_grammar_index(grammars["beside"], gpt2, spec_hash="t", max_states=100_000)
+    for items, ok in ((1, False), (2, True), (40, True), (41, False)):
+        assert _accepts(index, gpt2, "[" + ",a" * items + "]") is ok, items
+    assert _accepts(index, gpt2, "[,a,b]")
+    for items, ok in ((0, True), (50, True), (51, False)):
+        assert _accepts(index, gpt2, "[,a,a]" + ";b" * items) is ok, items
