@@ -22,7 +22,7 @@ import hashlib
 import time
 from dataclasses import dataclass, field
 from itertools import repeat
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -37,6 +37,7 @@ from fsmcompile.index.sorted_keys import concatenated_ranges
 from fsmcompile.vocabulary.trie import TokenTrie
 
 Emitted = tuple[tuple[int, int], ...]
+Packed = TypeVar("Packed", int, npt.NDArray[np.int64])
 """Terminals a token completes, each with the lexer context assumed after it."""
 
 
@@ -69,15 +70,14 @@ class SequenceTable:
         """The table holding these sequences under their ids (id 0 is the empty one), as
         an index stores them."""
         table = cls(num_terminals, num_contexts, list(parent), list(terminal), list(context))
-        columns = (np.asarray(c[1:], dtype=np.int64) for c in (parent, terminal, context))
-        seq, term, ctx = columns
-        keys = (seq * num_terminals + term) * num_contexts + ctx  # `key`, for every row
-        table._ids = dict(zip(keys.tolist(), range(1, len(parent)), strict=True))
+        rows = [np.asarray(column[1:], dtype=np.int64) for column in (parent, terminal, context)]
+        keys = table.key(*rows).tolist()
+        table._ids = dict(zip(keys, range(1, len(parent)), strict=True))
         return table
 
-    def key(self, seq: int, terminal: int, context: int) -> int:
-        """The packed (parent, terminal, context) that names a sequence; the walk packs
-        whole arrays of them the same way."""
+    def key(self, seq: Packed, terminal: Packed, context: Packed) -> Packed:
+        """The packed (parent, terminal, context) that names a sequence, of one or of
+        whole arrays of them (int64: the walk's keys stay far below 2**63)."""
         return (seq * self.num_terminals + terminal) * self.num_contexts + context
 
     def extend(self, seq: int, terminal: int, context: int) -> int:
@@ -518,8 +518,8 @@ def walk_grammar_tokens(
             fresh = trans[shapes.context_start[ctx], cls[sel]]
             ok = np.flatnonzero(fresh >= 0)
             sel, ctx = sel[ok], ctx[ok]
-            triple = (seq[parent[sel]] * num_terminals + lab[sel]) * num_contexts + ctx
-            uniq, inv = np.unique(triple, return_inverse=True)
+            keys = sequences.key(seq[parent[sel]], lab[sel], ctx)
+            uniq, inv = np.unique(keys, return_inverse=True)
             new = sequences.extend_keys(uniq)
             part_edge.append(sel)
             part_state.append(fresh[ok])

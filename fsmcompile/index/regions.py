@@ -139,7 +139,7 @@ def find_regions(
 
     `barred` states are never part of a region (a grammar lexer bars the states where a
     lexeme can be cut): they can only be exit targets. With `feeders`, each region also
-    takes the states that lead into it on many bytes (`_feeders`); a token index serves
+    takes the states that lead into it on many bytes (`_add_feeders`); a token index serves
     them from the shape walk too, where a grammar lexer keeps its exits at the anchor.
     Cost: O(S * 256) to count loops plus a small BFS per anchor.
     """
@@ -159,34 +159,59 @@ def find_regions(
     if feeders:
         claimed = barred | (loop_count >= _MIN_LOOP_BYTES)
         claimed[[state for states in members for state in states]] = True
-        for states in members:
-            states += _feeders(states, full, claimed)
+        _add_feeders(members, full, claimed)
     return [_region(states, full) for states in members]
 
 
-def _feeders(
-    members: list[int], full: npt.NDArray[np.int32], claimed: npt.NDArray[np.bool_]
-) -> list[int]:
-    """Unclaimed states that lead into the region on many bytes (marked claimed here).
+def _add_feeders(
+    members: list[list[int]], full: npt.NDArray[np.int32], claimed: npt.NDArray[np.bool_]
+) -> None:
+    """Extend each region's states with its feeders: unclaimed states that lead into it
+    on many bytes (marked claimed here).
 
     These are the first characters of a string with a `minLength`: each would otherwise
     walk most of the vocabulary on its own, since what follows the string differs. Found
-    in rounds (a feeder of a feeder is an earlier character), each round ordered by its
-    rows in role numbers, so equal regions number their feeders alike.
+    in rounds over all regions at once (a feeder of a feeder is an earlier character; one
+    pass per region and round cost 0.15 s for a schema of 62 strings), each region's in
+    the order of their rows in its role numbers, so equal regions number their feeders
+    alike. A region whose next round would not fit its roles takes no more.
     """
-    role_of = np.full(full.shape[0] + 1, -1, dtype=np.int64)  # last slot: dead
-    role_of[members] = np.arange(len(members))
-    added: list[int] = []
+    if not members:
+        return
+    num_states = full.shape[0]
+    region_of = np.full(num_states + 1, -1, dtype=np.int64)  # last slot: dead
+    role_of = np.full(num_states + 1, -1, dtype=np.int64)
+    for i, states in enumerate(members):
+        region_of[states] = i
+        role_of[states] = np.arange(len(states))
+    growing = np.ones(len(members), dtype=np.bool_)
     while True:
-        roles = role_of[full]
-        found = np.flatnonzero(((roles >= 0).sum(axis=1) >= _MIN_LOOP_BYTES) & ~claimed)
-        room = _MAX_REGION_STATES + 1 - len(members) - len(added)
-        if found.shape[0] == 0 or found.shape[0] > room:
-            return added
-        found = found[np.lexsort(roles[found].T[::-1])]
-        role_of[found] = len(members) + len(added) + np.arange(found.shape[0])
-        claimed[found] = True
-        added += found.tolist()
+        rows = np.flatnonzero(~claimed)
+        into = region_of[full[rows]]
+        row, byte = np.nonzero(into >= 0)
+        pairs, counts = np.unique(row * len(members) + into[row, byte], return_counts=True)
+        pairs = pairs[counts >= _MIN_LOOP_BYTES]
+        # A state that leads into two regions on that many bytes goes to the lower one
+        # (`np.unique` keeps each row's first pair).
+        first, at = np.unique(pairs // len(members), return_index=True)
+        state, region = rows[first], pairs[at] % len(members)
+        added = False
+        for i in np.flatnonzero(growing).tolist():
+            found = state[region == i]
+            room = _MAX_REGION_STATES + 1 - len(members[i])
+            if found.shape[0] == 0 or found.shape[0] > room:
+                growing[i] = False
+                continue
+            targets = full[found]
+            roles = np.where(region_of[targets] == i, role_of[targets], -1)
+            found = found[np.lexsort(roles.T[::-1])]
+            region_of[found] = i
+            role_of[found] = len(members[i]) + np.arange(found.shape[0])
+            claimed[found] = True
+            members[i] += found.tolist()
+            added = True
+        if not added:
+            return
 
 
 def _region(states: list[int], full: npt.NDArray[np.int32]) -> Region:
