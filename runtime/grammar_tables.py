@@ -37,6 +37,7 @@ from fsmcompile.index.grammar_walk import (
     tokens_reaching_labels,
     walk_bytes,
 )
+from fsmcompile.index.int_columns import int_column
 from fsmcompile.memo import StageMemo
 
 from .jump_forward import FORCED_MAX_BYTES, accepted_prefix, byte_classes, forced_encoding
@@ -93,32 +94,32 @@ class GrammarTables:
         self._end = num_terminals
         self._num_symbols = num_terminals + 1
         self._action = _action_dicts(table.action)
-        # One flat list, not one per parser state: thousands of small lists would each be
-        # a container the garbage collector walks on every full pass.
-        self._goto: list[int] = table.goto.reshape(-1).tolist()
+        # Flat integer columns (`int_column`): read an item at a time, and no container
+        # for the garbage collector to walk on every full pass.
+        self._goto = int_column(table.goto.reshape(-1))
         self._num_nonterminals = int(table.goto.shape[1])
-        self._rule_lhs: list[int] = table.rule_lhs.tolist()
-        self._rule_len: list[int] = table.rule_len.tolist()
+        self._rule_lhs = int_column(table.rule_lhs)
+        self._rule_len = int_column(table.rule_len)
         self._end_state = int(table.end_state)
-        self._context_of_state: list[int] = table.context_of_state.tolist()
+        self._context_of_state = int_column(table.context_of_state)
         self._num_parser_states = table.num_states
         # Interned stacks: node 0 is the start state alone.
-        self._stack_parent: list[int] = [-1]
-        self._stack_state: list[int] = [int(table.start_state)]
-        self._stack_depth: list[int] = [0]
+        self._stack_parent = int_column([-1])
+        self._stack_state = int_column([int(table.start_state)])
+        self._stack_depth = int_column([0])
         self._stack_ids: dict[int, int] = {}
         lexer = index.lexer
         self.lexer = lexer
-        self._label: list[int] = lexer.label.tolist()
+        self._label = int_column(lexer.label)
         self._ignored: list[bool] = index.ignored.tolist()
         self._next_contexts = index.next_contexts()
         self.start_lexer_state = int(
             lexer.context_start[self._context_of_state[int(table.start_state)]]
         )
         self._sequences = SequenceTable.of(
-            index.seq_parent.tolist(),
-            index.seq_terminal.tolist(),
-            index.seq_context.tolist(),
+            index.seq_parent,
+            index.seq_terminal,
+            index.seq_context,
             num_terminals=len(index.terminal_names),
             num_contexts=int(lexer.context_start.shape[0]),
         )
@@ -131,8 +132,8 @@ class GrammarTables:
         self._xset_free = [
             any(ctxs is None and self._ignored[t] for t, ctxs in pairs) for pairs in self._xsets
         ]
-        self._state_xset: list[int] = index.state_xset.tolist()
-        self._char_bound: list[int] = lexer.char_bound.tolist()
+        self._state_xset = int_column(index.state_xset)
+        self._char_bound = int_column(lexer.char_bound)
         if max(self._char_bound, default=-1) >= 0:
             # Counted lexemes walk the trie near their bound (`items_grown`), reading
             # arrays derived from it once per process (~15 ms with Llama 3): derive them
@@ -144,30 +145,30 @@ class GrammarTables:
         self._lexeme_keys: dict[int, tuple[str, bytes]] = {}
         self._too_long: dict[tuple[int, int], npt.NDArray[np.int32]] = {}
         runs = _entry_runs(index)
-        # As lists: a row reads a few items of each at a time.
-        self._origin_block: list[int] = runs.origin_block.tolist()
-        self._block_start: list[int] = runs.block_start.tolist()
-        self._block_first: list[int] = runs.block_first.tolist()
-        self._run_seq: list[int] = runs.seq.tolist()
-        self._run_xset: list[int] = runs.xset.tolist()
-        self._run_start: list[int] = runs.start.tolist()
+        # Columns: a row reads a few items of each at a time.
+        self._origin_block = int_column(runs.origin_block)
+        self._block_start = int_column(runs.block_start)
+        self._block_first = int_column(runs.block_first)
+        self._run_seq = int_column(runs.seq)
+        self._run_xset = int_column(runs.xset)
+        self._run_start = int_column(runs.start)
         self._run_groups = runs.groups
         self._group_dense = index.group_dense
-        self._group_dense_list: list[int] = index.group_dense.tolist()
+        self._group_dense_list = int_column(index.group_dense)
         self._group_token_start = index.group_token_start.astype(np.int64)
-        self._group_starts: list[int] = self._group_token_start.tolist()
+        self._group_starts = int_column(self._group_token_start)
         self._group_tokens = index.group_tokens.astype(np.int64)
         self._masks = index.masks
-        self._state_kill: list[int] = index.state_kill.tolist()
+        self._state_kill = int_column(index.state_kill)
         self._kill_masks = index.kill_masks
-        self._context_start: list[int] = lexer.context_start.tolist()
+        self._context_start = int_column(lexer.context_start)
         # Byte classes of the lexer, for jump-forward: one byte walks for all of its class.
         self._class_of_byte: list[int] = lexer.class_of_byte.tolist()
         num_classes = int(lexer.transitions.shape[1])
         self._class_size, self._class_byte = byte_classes(lexer.class_of_byte, num_classes)
         # Widest classes first: inside a string one wide class tells that nothing is forced.
         self._classes_by_size = sorted(range(num_classes), key=lambda c: -self._class_size[c])
-        self._restart: list[int] = lexer.restart_context.tolist()
+        self._restart = int_column(lexer.restart_context)
         self._token_bytes = vocab.token_bytes
         self._text_token = np.zeros(self.vocab_size, dtype=np.bool_)
         self._text_token[vocab.text_token_ids] = True

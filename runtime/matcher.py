@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fsmcompile.index.bits import bitmask_words, set_bits, unpack_row
+from fsmcompile.index.int_columns import int_column
 from fsmcompile.memo import StageMemo
 from fsmcompile.types import DEAD, StateId, TokenId
 
@@ -85,8 +86,10 @@ class IndexTables:
         eos = np.array(sorted(t for t in self.eos_token_ids if t < self.vocab_size), np.int64)
         set_bits(self.eos_row, eos)
         dfa = index.dfa
-        self.accepting: list[bool] = dfa.accepting.tolist()
-        self.state_mask: list[int] = np.asarray(index.state_mask).tolist()
+        # Integer columns, not lists: as many items as DFA states, and no container for
+        # the garbage collector to walk (`int_column`).
+        self.accepting = int_column(dfa.accepting)
+        self.state_mask = int_column(index.state_mask)
         # A state whose mask is empty (the vocabulary cannot spell any continuation) gets
         # the EOS-only row: an all -inf logits row would turn sampling into NaNs. The
         # matcher still rejects that EOS, so the engine sees a flagged, ended request.
@@ -349,14 +352,14 @@ class Matcher:
     def is_accepting(self) -> bool:
         """Whether the text so far is a complete match (EOS would be accepted, or was)."""
         state = self._state
-        return state == TERMINATED or (state >= 0 and self._accepting[state])
+        return state == TERMINATED or (state >= 0 and bool(self._accepting[state]))
 
     def is_complete(self) -> bool:
         """Whether nothing but EOS can follow: accepting with no live byte left."""
         state = self._state
         if state == TERMINATED:
             return True
-        return self._accepting[state] and self._tables.live_bytes(state) == 0
+        return bool(self._accepting[state]) and self._tables.live_bytes(state) == 0
 
     def fill_bitmask(self, out: Any, row: int = 0) -> None:
         """Write the allowed tokens for the next step into one row of a bitmask.

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from array import array
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any, TypeVar
@@ -32,6 +33,7 @@ from fsmcompile.automaton.fragment import sorted_unique
 from fsmcompile.errors import BudgetExceededError
 from fsmcompile.index.grammar_lexer import LexerAutomaton, LexerShapes
 from fsmcompile.index.grammar_regions import MAX_SERVED_DEPTH, Entries, RegionServer
+from fsmcompile.index.int_columns import int_column
 from fsmcompile.index.levels import LivenessLevels, liveness_levels
 from fsmcompile.index.sorted_keys import concatenated_ranges
 from fsmcompile.vocabulary.trie import TokenTrie
@@ -52,24 +54,25 @@ class SequenceTable:
 
     num_terminals: int
     num_contexts: int
-    parent: list[int] = field(default_factory=lambda: [-1])
-    terminal: list[int] = field(default_factory=lambda: [-1])
-    context: list[int] = field(default_factory=lambda: [-1])
+    parent: array[int] = field(default_factory=lambda: int_column([-1]))
+    terminal: array[int] = field(default_factory=lambda: int_column([-1]))
+    context: array[int] = field(default_factory=lambda: int_column([-1]))
     _ids: dict[int, int] = field(default_factory=dict)
 
     @classmethod
     def of(
         cls,
-        parent: list[int],
-        terminal: list[int],
-        context: list[int],
+        parent: npt.NDArray[np.integer],
+        terminal: npt.NDArray[np.integer],
+        context: npt.NDArray[np.integer],
         *,
         num_terminals: int,
         num_contexts: int,
     ) -> SequenceTable:
         """The table holding these sequences under their ids (id 0 is the empty one), as
         an index stores them."""
-        table = cls(num_terminals, num_contexts, list(parent), list(terminal), list(context))
+        columns = (int_column(parent), int_column(terminal), int_column(context))
+        table = cls(num_terminals, num_contexts, *columns)
         rows = [np.asarray(column[1:], dtype=np.int64) for column in (parent, terminal, context)]
         keys = table.key(*rows).tolist()
         table._ids = dict(zip(keys, range(1, len(parent)), strict=True))
@@ -105,9 +108,9 @@ class SequenceTable:
             self._ids.update(zip(added.tolist(), ids.tolist(), strict=True))
             rest, context = np.divmod(added, self.num_contexts)
             seq, terminal = np.divmod(rest, self.num_terminals)
-            self.parent += seq.tolist()
-            self.terminal += terminal.tolist()
-            self.context += context.tolist()
+            self.parent.frombytes(seq.tobytes())
+            self.terminal.frombytes(terminal.tobytes())
+            self.context.frombytes(context.tobytes())
         return found
 
 

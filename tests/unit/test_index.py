@@ -305,9 +305,9 @@ def test_sequence_table_ids_agree_between_batches_single_steps_and_reloading(
         single.context,
     )
     reloaded = SequenceTable.of(
-        batched.parent,
-        batched.terminal,
-        batched.context,
+        np.asarray(batched.parent),
+        np.asarray(batched.terminal),
+        np.asarray(batched.context),
         num_terminals=terminals,
         num_contexts=contexts,
     )
