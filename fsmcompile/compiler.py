@@ -6,6 +6,8 @@ API clients: an explosive one ends in a clear BudgetExceededError, never a hang.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import logging
 import sys
 import time
@@ -13,13 +15,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from fsmcompile import artifact
 from fsmcompile.artifact import AnyIndex
+from fsmcompile.automaton.budget import Budget
 from fsmcompile.automaton.dfa import ByteDFA
 from fsmcompile.automaton.ir import Node
 from fsmcompile.collector import collector_paused
 from fsmcompile.errors import BudgetExceededError, SpecError, UnsupportedFeatureError
 from fsmcompile.index.builder import build_token_index
+from fsmcompile.memo import StageMemo
 from fsmcompile.spec.identity import Kind, canonical_spec, spec_hash
 from fsmcompile.spec.lark.grammar import LarkGrammar
 from fsmcompile.version import FORMAT_VERSION
@@ -162,29 +168,66 @@ def _compile_stages(
     if progress:
         progress("automaton")
     node, rules = lower_spec(kind, spec, options, deadline=deadline)
-    machine = build_machine(
-        node,
-        rules,
-        nesting_limit=options.get("nesting_limit"),
-        max_states=max_states,
-        deadline=deadline,
-    )
-    if progress:
-        progress("index")
-    if isinstance(machine, ByteDFA):
-        return build_token_index(
-            machine, vocab, kind=kind, spec_hash=spec_hash(kind, spec, options), deadline=deadline
-        )
-    from fsmcompile.index.grammar_index import build_grammar_index
+    nesting_limit = options.get("nesting_limit")
 
-    return build_grammar_index(
-        machine,
-        vocab,
-        spec_hash=spec_hash(kind, spec, options),
-        max_states=max_states,
-        deadline=deadline,
-        kind=kind,
-    )
+    def build() -> AnyIndex:
+        machine = build_machine(
+            node, rules, nesting_limit=nesting_limit, max_states=max_states, deadline=deadline
+        )
+        if progress:
+            progress("index")
+        if isinstance(machine, ByteDFA):
+            return build_token_index(machine, vocab, kind=kind, spec_hash="", deadline=deadline)
+        from fsmcompile.index.grammar_index import build_grammar_index
+
+        return build_grammar_index(
+            machine, vocab, spec_hash="", max_states=max_states, deadline=deadline, kind=kind
+        )
+
+    index = _indexes.get_or_make(language_key(kind, node, rules, vocab, nesting_limit), build)
+    Budget(max_states, deadline).reserve(index.num_states, "the index")
+    return dataclasses.replace(index, spec_hash=spec_hash(kind, spec, options), vocabulary=vocab)
+
+
+def language_key(
+    kind: Kind,
+    node: Node,
+    rules: Mapping[str, Node],
+    vocab: Vocabulary,
+    nesting_limit: int | None,
+) -> bytes:
+    """What a regex or JSON Schema index depends on: the content of its language (the
+    lowered tree and rules, `content_key`), the vocabulary, and how rules are built."""
+    from fsmcompile.automaton.ir import content_key
+
+    digest = hashlib.sha256(f"{kind}\0{vocab.fingerprint}\0{nesting_limit}".encode())
+    digest.update(content_key(node))
+    for name in sorted(rules):
+        digest.update(f"\0{name}\0".encode())
+        digest.update(content_key(rules[name]))
+    return digest.digest()
+
+
+def _index_bytes(index: AnyIndex) -> int:
+    """The bytes of an index's arrays, nested ones included (for the memo's bound)."""
+    total = 0
+    pending: list[Any] = [index]
+    while pending:
+        item = pending.pop()
+        for name in getattr(item, "__dataclass_fields__", ()):
+            value = getattr(item, name)
+            if isinstance(value, np.ndarray):
+                total += int(value.nbytes)
+            elif dataclasses.is_dataclass(value) and not isinstance(value, Vocabulary):
+                pending.append(value)
+    return total
+
+
+_indexes: StageMemo[bytes, AnyIndex] = StageMemo(32, max_bytes=256 << 20, size_of=_index_bytes)
+"""Indexes by `language_key`: specs that lower to the same language (JSON Schemas that
+differ only in annotations: descriptions, titles, examples) compile once per process, and
+each gets the index under its own `spec_hash`. A hit is still held to the call's
+`max_states` (by the index's state count)."""
 
 
 def build_machine(

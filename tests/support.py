@@ -1,13 +1,16 @@
-"""Shared test data: real tokenizers from tests/data (llama3 from ../shared when present)."""
+"""Shared test data: real tokenizers from tests/data (llama3 from ../shared when present),
+and the check that a text is allowed token by token."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from fsmcompile import Vocabulary
+from fsmcompile.runtime.matcher import matcher_for
 
 DATA = Path(__file__).parent / "data"
 SHARED = Path(__file__).resolve().parents[2] / "shared"
@@ -51,3 +54,16 @@ def force_edge_round_collisions(monkeypatch: pytest.MonkeyPatch) -> None:
         self.own_weight = np.uint64(0)
 
     monkeypatch.setattr(EdgeRounds, "__init__", zero_weights)
+
+
+def allowed_all_the_way(index: Any, vocab: Vocabulary, text: str) -> tuple[bool, str]:
+    """Every token of the real tokenization is in the mask, then EOS is."""
+    matcher = matcher_for(index)
+    bits = np.zeros((vocab.size + 31) // 32, dtype=np.int32)
+    ids = vocab.encode(text)
+    for i, token in enumerate([*ids, vocab.eos_token_ids[0]]):
+        matcher.fill_bitmask(bits)
+        if not (int(bits[token // 32]) >> (token % 32)) & 1:
+            return False, f"token {i} {vocab.decode_bytes(ids[: i + 1])!r} masked out"
+        assert matcher.advance(token)
+    return True, ""

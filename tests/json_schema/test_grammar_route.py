@@ -15,7 +15,7 @@ import jsonschema
 import numpy as np
 import pytest
 from pydantic import BaseModel
-from support import load_vocabulary
+from support import allowed_all_the_way, load_vocabulary
 
 from fsmcompile import artifact
 from fsmcompile.compiler import compile_json_schema
@@ -37,19 +37,6 @@ FREE_FORM = {"type": "object", "properties": {"id": {"type": "integer"}}, "requi
 
 def compact(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
-def allowed_all_the_way(index: Any, vocab: Vocabulary, text: str) -> tuple[bool, str]:
-    """Every token of the real tokenization is in the mask, then EOS is."""
-    matcher = matcher_for(index)
-    bits = np.zeros((vocab.size + 31) // 32, dtype=np.int32)
-    ids = vocab.encode(text)
-    for i, token in enumerate([*ids, vocab.eos_token_ids[0]]):
-        matcher.fill_bitmask(bits)
-        if not (int(bits[token // 32]) >> (token % 32)) & 1:
-            return False, f"token {i} {vocab.decode_bytes(ids[: i + 1])!r} masked out"
-        assert matcher.advance(token)
-    return True, ""
 
 
 def random_tree(rng: random.Random, depth: int) -> dict[str, Any]:
@@ -349,6 +336,7 @@ def test_a_vocabulary_walk_too_wide_for_memory_is_refused(
     them (one such level took 10 s and 5 GiB, past any deadline), and under it compiles."""
     from fsmcompile.errors import BudgetExceededError
     from fsmcompile.index import grammar_walk
+    from fsmcompile.memo import clear_stage_memos
 
     value = {"type": ["string", "null"], "maxLength": 40}
     schema = {"type": "object", "properties": {f"k{i}": value for i in range(6)}}
@@ -358,6 +346,7 @@ def test_a_vocabulary_walk_too_wide_for_memory_is_refused(
     assert ok, why
     assert not allowed_all_the_way(index, vocab, compact({"k0": "x" * 41}))[0]
     monkeypatch.setattr(grammar_walk, "MAX_LEVEL_BYTES", 1 << 16)
+    clear_stage_memos()  # built again under the lower limit, not the index above
     with pytest.raises(BudgetExceededError, match="GiB of lexer-state sets") as info:
         compile_json_schema(schema, vocab, cache=False)
     assert info.value.limit == "walk_bytes"

@@ -27,7 +27,9 @@ def test_a_compile_pauses_the_collector_and_leaves_it_as_it_was(
     gpt2, monkeypatch, collector_restored, enabled: bool
 ) -> None:
     from fsmcompile import compiler
+    from fsmcompile.memo import clear_stage_memos
 
+    clear_stage_memos()  # a real build, not the other parametrization's memoized index
     seen: list[bool] = []
     build = compiler.build_token_index
 
