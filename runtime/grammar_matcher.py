@@ -38,6 +38,7 @@ class GrammarMatcher:
     """
 
     __slots__ = (
+        "_index",
         "_tables",
         "_configs",
         "_fresh",
@@ -55,6 +56,7 @@ class GrammarMatcher:
             index: the compiled `GrammarIndex` to enforce.
             tables: shared lookup tables; by default those cached for `index`.
         """
+        self._index = index
         self._tables = tables if tables is not None else grammar_tables_for(index)
         self._eos = self._tables.eos_token_ids
         self._history: list[tuple[tuple[Config, ...], bool, bool]] = []
@@ -67,7 +69,12 @@ class GrammarMatcher:
     @property
     def index(self) -> GrammarIndex:
         """The index this matcher enforces."""
-        return self._tables.index
+        return self._index
+
+    @property
+    def tables(self) -> GrammarTables:
+        """The lookup tables this matcher shares with the other matchers of its index."""
+        return self._tables
 
     @property
     def configurations(self) -> tuple[Config, ...]:

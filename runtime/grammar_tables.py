@@ -875,7 +875,7 @@ def _exit_lists(index: GrammarIndex) -> list[list[tuple[int, frozenset[int] | No
     return out
 
 
-_tables_cache: StageMemo[int, GrammarTables] = StageMemo(_TABLES_CACHE_SIZE)
+_tables_cache: StageMemo[tuple[object, ...], GrammarTables] = StageMemo(_TABLES_CACHE_SIZE)
 
 _items_grown: StageMemo[tuple[str, bytes], npt.NDArray[np.int32]] = StageMemo(
     64, max_bytes=64 << 20, size_of=lambda a: int(a.nbytes)
@@ -889,9 +889,7 @@ _too_long_rows: StageMemo[tuple[str, bytes, int], npt.NDArray[np.int32]] = Stage
 
 
 def grammar_tables_for(index: GrammarIndex) -> GrammarTables:
-    """The shared `GrammarTables` of `index` (LRU of 16, keyed by identity).
+    """The shared `GrammarTables` of `index` (LRU of 16, keyed by `tables_key`)."""
+    from .matcher import tables_key
 
-    An entry holds the index itself, so an `id()` in the cache never names a recycled
-    object.
-    """
-    return _tables_cache.get_or_make(id(index), lambda: GrammarTables(index))
+    return _tables_cache.get_or_make(tables_key(index), lambda: GrammarTables(index))

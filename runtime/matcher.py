@@ -27,6 +27,7 @@ from .jump_forward import FORCED_MAX_BYTES, accepted_prefix, byte_classes, force
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
+    from fsmcompile.index.grammar_index import GrammarIndex
     from fsmcompile.index.token_index import TokenIndex
 
 TERMINATED: StateId = -2
@@ -205,16 +206,27 @@ class IndexTables:
         return ids
 
 
-_tables_cache: StageMemo[int, IndexTables] = StageMemo(_TABLES_CACHE_SIZE)
+_tables_cache: StageMemo[tuple[object, ...], IndexTables] = StageMemo(_TABLES_CACHE_SIZE)
 
 
 def tables_for(index: TokenIndex) -> IndexTables:
-    """The shared `IndexTables` of `index` (LRU of 32, keyed by identity).
+    """The shared `IndexTables` of `index` (LRU of 32, keyed by `tables_key`)."""
+    return _tables_cache.get_or_make(tables_key(index), lambda: IndexTables(index))
 
-    An entry holds the index itself, so an `id()` in the cache never names a recycled
-    object.
+
+def tables_key(index: TokenIndex | GrammarIndex) -> tuple[object, ...]:
+    """What an index's runtime tables are made of: its vocabulary's content and the
+    identity of its other parts, all but the spec hash and kind.
+
+    Indexes of one language share their parts (`compiler._indexes`), and so their tables,
+    warm from the first one's requests. A cached entry holds an index made of those parts,
+    so an `id()` in a key never names a recycled object.
     """
-    return _tables_cache.get_or_make(id(index), lambda: IndexTables(index))
+    parts = (getattr(index, name) for name in index.__dataclass_fields__ if name not in _UNREAD)
+    return (index.vocabulary.fingerprint, *map(id, parts))
+
+
+_UNREAD = frozenset({"vocabulary", "kind", "spec_hash", "_next"})
 
 
 class Matcher:
@@ -225,6 +237,7 @@ class Matcher:
     """
 
     __slots__ = (
+        "_index",
         "_tables",
         "_state",
         "_history",
@@ -243,6 +256,7 @@ class Matcher:
             index: the compiled `TokenIndex` to enforce.
             tables: shared lookup tables; by default those cached for `index`.
         """
+        self._index = index
         self._tables = tables if tables is not None else tables_for(index)
         self._state: StateId = 0
         self._history: list[StateId] = []
@@ -256,11 +270,11 @@ class Matcher:
     @property
     def index(self) -> TokenIndex:
         """The index this matcher enforces."""
-        return self._tables.index
+        return self._index
 
     @property
     def tables(self) -> IndexTables:
-        """The shared lookup tables (one per index)."""
+        """The lookup tables this matcher shares with the other matchers of its index."""
         return self._tables
 
     @property

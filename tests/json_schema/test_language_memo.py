@@ -6,11 +6,12 @@ import copy
 from typing import Any
 
 import pytest
-from support import allowed_all_the_way
+from support import allowed_all_the_way, load_vocabulary
 
 from fsmcompile.compiler import compile_spec, spec_hash
 from fsmcompile.errors import BudgetExceededError
 from fsmcompile.memo import clear_stage_memos
+from fsmcompile.runtime.matcher import matcher_for
 from fsmcompile.vocabulary import Vocabulary
 
 TREE: dict[str, Any] = {
@@ -67,3 +68,20 @@ def test_a_shared_index_is_held_to_the_calls_state_budget(gpt2: Vocabulary) -> N
     with pytest.raises(BudgetExceededError) as info:
         compile_spec("json", annotated, gpt2, cache=False, max_states=states - 1)
     assert info.value.limit == "max_states"
+
+
+@pytest.mark.parametrize("schema", [TREE, TREE["properties"]["name"]], ids=["grammar", "dfa"])
+def test_indexes_of_one_language_share_warm_runtime_tables(
+    gpt2: Vocabulary, schema: dict[str, Any]
+) -> None:
+    clear_stage_memos()
+    first = compile_spec("json", schema, gpt2, cache=False).index
+    second = compile_spec("json", {**schema, "title": "renamed"}, gpt2, cache=False).index
+    matcher = matcher_for(second)
+    assert matcher.index is second
+    assert matcher.tables is matcher_for(first).tables
+    # Another part (here the vocabulary's content) means other tables.
+    phi3 = load_vocabulary("phi3")
+    assert matcher_for(compile_spec("json", schema, phi3, cache=False).index).tables is not (
+        matcher.tables
+    )
