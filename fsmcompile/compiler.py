@@ -21,7 +21,7 @@ from fsmcompile import artifact
 from fsmcompile.artifact import AnyIndex
 from fsmcompile.automaton.budget import Budget
 from fsmcompile.automaton.dfa import ByteDFA
-from fsmcompile.automaton.ir import Node
+from fsmcompile.automaton.ir import Node, content_key, forget_digests
 from fsmcompile.collector import collector_paused
 from fsmcompile.errors import BudgetExceededError, SpecError, UnsupportedFeatureError
 from fsmcompile.index.builder import build_token_index
@@ -143,6 +143,8 @@ def _compile_uncached(
             limit="nesting",
             value=sys.getrecursionlimit(),
         ) from None
+    finally:
+        forget_digests()
 
 
 def _compile_stages(
@@ -198,8 +200,6 @@ def language_key(
 ) -> bytes:
     """What a regex or JSON Schema index depends on: the content of its language (the
     lowered tree and rules, `content_key`), the vocabulary, and how rules are built."""
-    from fsmcompile.automaton.ir import content_key
-
     digest = hashlib.sha256(f"{kind}\0{vocab.fingerprint}\0{nesting_limit}".encode())
     digest.update(content_key(node))
     for name in sorted(rules):

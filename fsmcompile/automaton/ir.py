@@ -176,10 +176,22 @@ def nodes(root: Node) -> Iterator[Node]:
 _DIGESTS: dict[int, tuple[Node, bytes]] = {}
 """Digests of nodes already hashed, by identity (each entry holds its node, so the id
 is not reused while it is here): a grammar hashes each terminal's tree for its name and
-again for its automaton, and the trees share their parts."""
+again for its automaton, and the trees share their parts. Kept for one compile
+(`forget_digests`)."""
 _MAX_DIGESTS = 50_000
 """Kept digests before they start over: the nodes they hold stay alive until then, and a
 schema's IR has hundreds to a few thousand nodes."""
+
+
+def forget_digests() -> None:
+    """Drop the kept digests, and so the nodes they hold, once a compile is done.
+
+    Across compiles they would only save rehashing the few sub-trees every schema shares,
+    while the nodes they keep alive are containers the garbage collector walks on each
+    full pass of a serving process: after the coverage sample's compiles, 9,760 digests
+    held 27 thousand objects, 7.5 ms of each pass.
+    """
+    _DIGESTS.clear()
 
 
 def content_key(root: Node) -> bytes:
