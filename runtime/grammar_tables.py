@@ -174,10 +174,12 @@ class GrammarTables:
         self._text_token[vocab.text_token_ids] = True
         # Caches (values carry the shallowest stack depth the parser read, the "floor").
         self._feed: dict[int, tuple[int, int]] = {}
-        self._apply: dict[tuple[int, int], tuple[int, int]] = {}
-        self._xset_ok: dict[tuple[int, int], tuple[bool, int]] = {}
+        # Keys pairing a stack with a small id are packed into one int (`stack << 32 | id`):
+        # a row's checks look up tens of them, and an int hashes far faster than a tuple.
+        self._apply: dict[int, tuple[int, int]] = {}
+        self._xset_ok: dict[int, tuple[bool, int]] = {}
         self._end_ok: dict[int, tuple[bool, int]] = {}
-        self._row_exact: dict[tuple[int, int], tuple[npt.NDArray[np.int32], int]] = {}
+        self._row_exact: dict[int, tuple[npt.NDArray[np.int32], int]] = {}
         self._row_suffix: dict[tuple[int, tuple[int, ...]], npt.NDArray[np.int32]] = {}
         self._suffix_lengths: dict[tuple[int, int], tuple[int, ...]] = {}
         self._outcomes: dict[tuple[int, int, int], tuple[Outcome, ...]] = {}
@@ -272,7 +274,7 @@ class GrammarTables:
         terminal; -1 if the parser rejects a terminal or lands in another context."""
         if seq == 0:
             return stack, self._stack_depth[stack]
-        key = (stack, seq)
+        key = stack << 32 | seq
         hit = self._apply.get(key)
         if hit is not None:
             return hit
@@ -292,7 +294,7 @@ class GrammarTables:
         something able to follow the cut (a token of the next context, or EOS)."""
         if self._xset_free[xset]:
             return True, self._stack_depth[stack]
-        key = (stack, xset)
+        key = stack << 32 | xset
         hit = self._xset_ok.get(key)
         if hit is not None:
             return hit
@@ -346,7 +348,7 @@ class GrammarTables:
     def config_row(self, stack: int, state: int) -> tuple[npt.NDArray[np.int32], int]:
         """int32[W]: tokens (and EOS) allowed for one unconstrained configuration, and the
         shallowest stack depth that decided it."""
-        key = (stack, state)
+        key = stack << 32 | state
         hit = self._row_exact.get(key)
         if hit is not None:
             return hit
