@@ -154,7 +154,7 @@ class GrammarTables:
         self._run_start = int_column(runs.start)
         self._run_groups = runs.groups
         self._group_dense = index.group_dense
-        self._group_dense_list = int_column(index.group_dense)
+        self._group_dense_column = int_column(index.group_dense)
         self._group_token_start = index.group_token_start.astype(np.int64)
         self._group_starts = int_column(self._group_token_start)
         self._group_tokens = index.group_tokens.astype(np.int64)
@@ -414,7 +414,7 @@ class GrammarTables:
     def _split_few(self, groups: list[int]) -> tuple[tuple[int, ...], npt.NDArray[np.int64]]:
         """(dense rows, listed tokens) of a few groups, through list lookups: most rows join
         one to four small groups, where numpy's per-call cost would dominate."""
-        dense_of, starts, tokens = self._group_dense_list, self._group_starts, self._group_tokens
+        dense_of, starts, tokens = self._group_dense_column, self._group_starts, self._group_tokens
         dense = tuple(sorted({dense_of[g] for g in groups if dense_of[g] >= 0}))
         listed = [tokens[starts[g] : starts[g + 1]] for g in groups if dense_of[g] < 0]
         return dense, _joined(listed)
