@@ -68,6 +68,33 @@ def test_oneof_overlapping_required_sets_is_exclusive(accepts) -> None:
     assert check({"a": 1}) and check({"b": 1}) and not check({"a": 1, "b": 2}) and not check({})
 
 
+def test_oneof_of_bare_refs_is_exclusive_through_their_targets(accepts) -> None:
+    # Bare `$ref` options (annotations aside, chains followed) are negated as their
+    # targets: without that, this overlapping pair was reported as not enforceable.
+    schema = {
+        "type": "object",
+        "properties": {"message": {"type": "string"}},
+        "required": ["message"],
+        "$defs": {
+            "private": {"title": "Private", "properties": {"target": {"type": "string"}}},
+            "group": {"properties": {"channel": {"type": "string"}}},
+            "group_alias": {"$ref": "#/$defs/group", "description": "a chain"},
+        },
+        "oneOf": [{"$ref": "#/$defs/private"}, {"$ref": "#/$defs/group_alias"}],
+    }
+    check = accepts(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    for value in (
+        {"message": "m", "target": 1},  # only "group" holds
+        {"message": "m", "channel": 2},  # only "private" holds
+        {"message": "m"},  # both hold
+        {"message": "m", "target": "t"},  # both hold
+        {"message": "m", "target": 1, "channel": 2},  # neither holds
+    ):
+        assert check(value) == validator.is_valid(value), value
+    assert check({"message": "m", "channel": 2}) and not check({"message": "m"})
+
+
 def test_oneof_that_cannot_be_made_exclusive_is_reported_with_pointer() -> None:
     # Both branches accept [] and `not: {items: ...}` has no positive form here.
     branches = [{"items": {"type": "string"}}, {"items": {"type": "integer"}}]

@@ -315,7 +315,8 @@ class Lowerer:
             if len(option) != 1:
                 negations.append(None)
                 continue
-            negations.append(negation_group(option[0], group.owner, f"oneOf-not:{j}"))
+            target = self._referenced(option[0])
+            negations.append(negation_group(target, group.owner, f"oneOf-not:{j}"))
         if any(n is None for n in negations):
             self.report(group.owner, "oneOf", "branches may overlap; exclusivity is not enforced")
             return branches
@@ -328,6 +329,18 @@ class Lowerer:
             )
             out.append(merged)
         return out
+
+    def _referenced(self, loc: Location) -> Location:
+        """The schema a `$ref`-only schema (annotations aside) stands for, through chains
+        of them: a oneOf's options are often bare `$ref`s, and the negation of their
+        target is what exclusivity needs."""
+        seen = {loc.key}
+        while isinstance(loc.schema, dict) and set(loc.schema) - ANNOTATIONS == {"$ref"}:
+            loc = self.registry.resolve(loc.schema["$ref"], loc)
+            if loc.key in seen:
+                break
+            seen.add(loc.key)
+        return loc
 
     def _takes_empty_object(self, option: list[Location]) -> bool | None:
         """Whether `{}` is valid against every schema of a oneOf option (jsonschema
