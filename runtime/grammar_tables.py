@@ -94,8 +94,8 @@ class GrammarTables:
         self._end = num_terminals
         self._num_symbols = num_terminals + 1
         self._action = _action_dicts(table.action)
-        # Flat integer columns (`int_column`): read an item at a time, and no container
-        # for the garbage collector to walk on every full pass.
+        # Flat integer columns (`int_column`): read an item at a time, and no items for
+        # the garbage collector to visit on every full pass.
         self._goto = int_column(table.goto.reshape(-1))
         self._num_nonterminals = int(table.goto.shape[1])
         self._rule_lhs = int_column(table.rule_lhs)

@@ -87,8 +87,8 @@ class IndexTables:
         eos = np.array(sorted(t for t in self.eos_token_ids if t < self.vocab_size), np.int64)
         set_bits(self.eos_row, eos)
         dfa = index.dfa
-        # Integer columns, not lists: as many items as DFA states, and no container for
-        # the garbage collector to walk (`int_column`).
+        # Integer columns, not lists: as many items as DFA states, none of which the
+        # garbage collector visits (`int_column`).
         self.accepting = int_column(dfa.accepting)
         self.state_mask = int_column(index.state_mask)
         # A state whose mask is empty (the vocabulary cannot spell any continuation) gets

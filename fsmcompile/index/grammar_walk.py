@@ -33,7 +33,7 @@ from fsmcompile.automaton.fragment import sorted_unique
 from fsmcompile.errors import BudgetExceededError
 from fsmcompile.index.grammar_lexer import LexerAutomaton, LexerShapes
 from fsmcompile.index.grammar_regions import MAX_SERVED_DEPTH, Entries, RegionServer
-from fsmcompile.index.int_columns import int_column
+from fsmcompile.index.int_columns import extend_column, int_column
 from fsmcompile.index.levels import LivenessLevels, liveness_levels
 from fsmcompile.index.sorted_keys import concatenated_ranges
 from fsmcompile.vocabulary.trie import TokenTrie
@@ -108,9 +108,9 @@ class SequenceTable:
             self._ids.update(zip(added.tolist(), ids.tolist(), strict=True))
             rest, context = np.divmod(added, self.num_contexts)
             seq, terminal = np.divmod(rest, self.num_terminals)
-            self.parent.frombytes(seq.tobytes())
-            self.terminal.frombytes(terminal.tobytes())
-            self.context.frombytes(context.tobytes())
+            extend_column(self.parent, seq)
+            extend_column(self.terminal, terminal)
+            extend_column(self.context, context)
         return found
 
 
