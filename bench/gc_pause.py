@@ -61,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from fsmcompile.compiler import compile_spec
+    from fsmcompile.index.bits import bitmask_words
     from fsmcompile.runtime.matcher import matcher_for
     from fsmcompile.vocabulary import Vocabulary
 
@@ -71,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     warm_up(vocab, options)
     report("vocabulary loaded, warmed up")
     kept = []  # what a server holds: the compiled indexes (their tables are cached)
-    mask = np.zeros(-(-vocab.size // 32), dtype=np.int32)
+    mask = np.zeros(bitmask_words(vocab.size), dtype=np.int32)
     for schema_id in args.ids or DEFAULT_IDS:
         (record,) = load_records(schema_id.split("/")[0], None, {schema_id})
         index = compile_spec("json", record["schema"], vocab, options=options, cache=False).index

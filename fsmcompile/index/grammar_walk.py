@@ -39,8 +39,9 @@ from fsmcompile.index.sorted_keys import concatenated_ranges
 from fsmcompile.vocabulary.trie import TokenTrie
 
 Emitted = tuple[tuple[int, int], ...]
-Packed = TypeVar("Packed", int, npt.NDArray[np.int64])
 """Terminals a token completes, each with the lexer context assumed after it."""
+Packed = TypeVar("Packed", int, npt.NDArray[np.int64])
+"""One packed sequence key (`SequenceTable.key`), or an array of them."""
 
 
 @dataclass(slots=True)
