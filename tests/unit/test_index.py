@@ -315,3 +315,33 @@ def test_sequence_table_ids_agree_between_batches_single_steps_and_reloading(
         parts = (batched.parent[i], batched.terminal[i], batched.context[i])
         assert reloaded.extend(*parts) == i
     assert len(reloaded.parent) == len(batched.parent)
+
+
+def test_sequence_table_keeps_ids_across_merges_of_its_sorted_keys() -> None:
+    # Past a few thousand new sequences the walk's table sorts their keys into arrays and
+    # starts its dictionary over: every id must survive the merges, for batch and single
+    # lookups alike, and a sequence must never be added twice.
+    from fsmcompile.index.grammar_walk import SequenceTable
+
+    rng = np.random.default_rng(7)
+    terminals, contexts = 50, 7
+    batched, single = SequenceTable(terminals, contexts), SequenceTable(terminals, contexts)
+    for _ in range(12):
+        known = len(batched.parent)
+        triples = {
+            (int(a) % known, int(b) % terminals, int(c) % contexts)
+            for a, b, c in rng.integers(0, 10**6, size=(1500, 3))
+        }
+        ordered = sorted(triples)
+        keys = np.array([batched.key(*t) for t in ordered], dtype=np.int64)
+        order = np.argsort(keys)
+        got = batched.extend_keys(keys[order]).tolist()
+        assert got == [single.extend(*ordered[i]) for i in order.tolist()]
+    assert batched._merged > 1  # the sorted arrays took part
+    assert len(batched.parent) == len(single.parent)
+    for i in rng.integers(1, len(batched.parent), size=500).tolist():
+        parts = (batched.parent[i], batched.terminal[i], batched.context[i])
+        assert batched.extend(*parts) == i
+        again = batched.extend_keys(np.array([batched.key(*parts)], dtype=np.int64))
+        assert again.tolist() == [i]
+    assert len(batched.parent) == len(single.parent)
