@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import re
+from typing import Any
 
 import numpy as np
 import pytest
@@ -357,3 +358,35 @@ def test_a_counted_item_starting_beside_another_lexeme_unrolls_that_terminal_onl
     assert _accepts(index, gpt2, "[,a,b]")
     for items, ok in ((0, True), (50, True), (51, False)):
         assert _accepts(index, gpt2, "[,a,a]" + ";b" * items) is ok, items
+
+
+@pytest.mark.parametrize("name", sorted(GENERATED))
+def test_lexing_check_rounds_share_their_grammars_pair_answers(name, monkeypatch) -> None:
+    # A priority round checks the same terminals and table again in another order: the
+    # answers of the round before carry over (`answers`), even when the process-wide memo
+    # no longer holds them, so the round computes no pair twice.
+    from fsmcompile.compiler import ROOT_RULE, lower_spec
+    from fsmcompile.spec.lark import from_rules
+
+    node, rules = lower_spec("json", GENERATED[name], {})
+    grammar = from_rules.grammar_from_rules(
+        {ROOT_RULE: node, **rules}, ROOT_RULE, max_states=100_000
+    )
+    computed: list[object] = []
+    real = from_rules._lexing_conflict
+
+    def counted(*args: Any) -> Any:
+        computed.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(from_rules, "_lexing_conflict", counted)
+    from_rules._conflicts.clear()
+    answers: from_rules._Answers = {}
+    from_rules._check_contexts(grammar, answers)
+    assert computed and len(answers) >= len(computed)
+    first = len(computed)
+    from_rules._conflicts.clear()
+    from_rules._check_contexts(grammar, answers)
+    assert len(computed) == first
+    from_rules._check_contexts(grammar)  # no answers given: all computed again
+    assert len(computed) == 2 * first

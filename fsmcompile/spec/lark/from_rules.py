@@ -564,9 +564,12 @@ def _grammar(writer: _Writer, start: str, deadline: float | None) -> LarkGrammar
     priority, in up to `_PRIORITY_ROUNDS` more rounds of the lexing check."""
     grammar = _lalr(writer, writer.text(start), deadline)
     ranks: dict[str, int] = {}
+    # Priorities change only the order of terminals in a context: the rounds share
+    # the answers for (a, b, a first, followers), as terminal ids and the table stay.
+    answers: _Answers = {}
     for round_ in range(_PRIORITY_ROUNDS + 1):
         try:
-            _check_contexts(grammar)
+            _check_contexts(grammar, answers)
         except _LexingConflict as exc:
             if not exc.dropped or round_ == _PRIORITY_ROUNDS:
                 raise
@@ -765,7 +768,11 @@ def _merge_twins(text: str, message: str) -> str | None:
     return "".join(f"{n}: {rename(b)}\n" for n, b in bodies.items() if n not in alias)
 
 
-def _check_contexts(grammar: LarkGrammar) -> None:
+_Answers = dict[tuple[int, int, bool, tuple[int, ...]], "tuple[bytes, int] | None"]
+"""`_lexing_conflict` answers of one grammar's terminals by (a, b, a first, followers)."""
+
+
+def _check_contexts(grammar: LarkGrammar, answers: _Answers | None = None) -> None:
     """Refuse grammars whose longest-match lexing could cut a valid text wrongly.
 
     Terminal a of a context is cut wrongly when, after a lexeme x of a, the text goes on
@@ -780,8 +787,15 @@ def _check_contexts(grammar: LarkGrammar) -> None:
     of the state it goes to (an object's opening brace of one `anyOf` branch is followed
     by that branch's keys, not by the keys of every object in the grammar); where it
     reduces first, those of every state a shift of a can lead to.
+
+    `answers` carries the pair checks from one call to the next on grammars that differ
+    only in terminal priorities: a WashingtonPost schema's grammar needs 11k of them,
+    more than the process-wide memo keeps, so each round recomputed them all.
     """
     from fsmcompile.index.grammar_index import next_contexts
+
+    if answers is None:
+        answers = {}
 
     num_terminals = len(grammar.terminals)
     table = grammar.table
@@ -827,6 +841,9 @@ def _check_contexts(grammar: LarkGrammar) -> None:
     def found_for(
         a: int, b: int, a_first: bool, follows: tuple[int, ...]
     ) -> tuple[bytes, int] | None:
+        place = (a, b, a_first, follows)
+        if place in answers:
+            return answers[place]
         # Memoized by content: the any-JSON terminals meet each other the same way in
         # every schema with free-form members.
         memo_key = (
@@ -835,7 +852,9 @@ def _check_contexts(grammar: LarkGrammar) -> None:
             b"same" if a == b else b"first" if a_first else b"",
             *map(key, follows),
         )
-        return _conflicts.get_or_make(memo_key, partial(conflict, a, b, a_first, follows))
+        found = _conflicts.get_or_make(memo_key, partial(conflict, a, b, a_first, follows))
+        answers[place] = found
+        return found
 
     checked: set[tuple[int, int, bool, tuple[int, ...]]] = set()
     dropped: dict[tuple[int, int], bytes] = {}  # (first, dropped) -> witness
@@ -926,8 +945,12 @@ class _LexingConflict(UnsupportedFeatureError):
 DROPPED = -2
 """`_lexing_conflict`'s follower index for a terminal the lexer drops."""
 
-_conflicts: StageMemo[tuple[bytes, ...], tuple[bytes, int] | None] = StageMemo(8192)
-"""Lexing-conflict witnesses by the automata's content (`dfa_key`)."""
+_conflicts: StageMemo[tuple[bytes, ...], tuple[bytes, int] | None] = StageMemo(65536)
+"""Lexing-conflict witnesses by the automata's content (`dfa_key`, 16-byte digests: an
+entry is a few hundred bytes). A WashingtonPost schema's grammar checks 11k pairs, and
+schemas of one API share most of them: with 8192 entries each such compile pushed out
+the last one's pairs before reading them (wp_9 after wp_8: 11.7k pairs computed; with
+room for both, 1.5k)."""
 
 
 def _lexing_conflict(
