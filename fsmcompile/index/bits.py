@@ -53,3 +53,13 @@ def set_bits(words: npt.NDArray[np.int32], token_ids: npt.NDArray[np.int64]) -> 
 def is_bit_set(words: npt.NDArray[np.int32], token_id: int) -> bool:
     """Whether `token_id` is allowed in the int32[W] row `words`."""
     return bool((int(words[token_id >> 5]) >> (token_id & 31)) & 1)
+
+
+def bit_positions(value: int) -> list[int]:
+    """The positions of the set bits of a Python int bitset, lowest first."""
+    out = []
+    while value:
+        low = value & -value
+        out.append(low.bit_length() - 1)
+        value ^= low
+    return out

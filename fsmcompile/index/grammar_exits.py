@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fsmcompile.automaton.fragment import distinct_targets
+from fsmcompile.index.bits import bit_positions
 from fsmcompile.index.grammar_lexer import LexerAutomaton
 
 ANY_CONTEXT = -1
@@ -106,16 +107,6 @@ def _reach(succ: list[list[int]], seeds: list[int]) -> list[int]:
     return reach
 
 
-def _bits(value: int) -> list[int]:
-    """The positions of the set bits of `value`, lowest first."""
-    out = []
-    while value:
-        low = value & -value
-        out.append(low.bit_length() - 1)
-        value ^= low
-    return out
-
-
 def exit_sets(lexer: LexerAutomaton, num_terminals: int) -> ExitSets:
     """The exit set of every lexer state.
 
@@ -152,8 +143,8 @@ def exit_sets(lexer: LexerAutomaton, num_terminals: int) -> ExitSets:
     state_xset = np.zeros(num_states, dtype=np.int32)
     for q in range(num_states):
         free_bits = free_reach[q]
-        pairs = {(t, ANY_CONTEXT) for t in _bits(free_bits)}
-        for j in _bits(limited_reach[q]):
+        pairs = {(t, ANY_CONTEXT) for t in bit_positions(free_bits)}
+        for j in bit_positions(limited_reach[q]):
             r = limited[j]
             t = label_list[r]
             if free_bits >> t & 1:

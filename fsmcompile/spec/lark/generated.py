@@ -7,10 +7,11 @@ LALR table (parsing the text with its own grammar parser, its EBNF passes over c
 the trees, parse-tree callbacks, one lexer per parser state), most of a median schema's
 LALR stage. Here the text is read by a few lines of tokenizing into the very trees lark's
 parser yields, lark's own EBNF → BNF steps (`EBNF_to_BNF`, `SimplifyRule_Visitor`) turn
-them into the rules `Lark(text)` would make, under the same generated names, and lark's
-`LALR_Analyzer` builds the table. A lexer context is what lark's contextual lexer makes
-of a parser state: the terminals the state accepts, sorted the way lark's lexer sorts
-them. A test checks analyses of generated grammars against `Lark(text)`.
+them into the rules `Lark(text)` would make, under the same generated names, and
+`lalr.py` builds the table lark's `LALR_Analyzer` builds, on integers. A lexer context is
+what lark's contextual lexer makes of a parser state: the terminals the state accepts,
+sorted the way lark's lexer sorts them. Tests check analyses of generated grammars
+against `Lark(text)` and the LALR builder against lark's on random grammars.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 from fsmcompile.errors import GrammarError
 from fsmcompile.spec.lark.grammar import LexerContext, ParseTable
+from fsmcompile.spec.lark.lalr import lalr_states
 from fsmcompile.spec.lark.tables import tables_from_states
 
 __all__ = ["analyse_generated", "lexer_order"]
@@ -42,20 +44,15 @@ def analyse_generated(
             undefined).
         GrammarError: text that is not a generated grammar.
     """
-    from lark.common import ParserConf
-    from lark.parsers.lalr_analysis import LALR_Analyzer
-
     patterns, rule_trees = _read(text)
     rules = _used(_bnf(rule_trees), start)
     # Strict: lark would settle a shift/reduce conflict by shifting, and the parser would
     # then refuse texts of the language (`<<>` of s: "<" | "<" s ">" | "<" r ">"; r: ">").
-    analysis = LALR_Analyzer(ParserConf(rules, {}, [start]), strict=True)
-    analysis.compute_lalr()  # type: ignore[no-untyped-call]
+    table = lalr_states(rules, start)
     used = {sym.name for rule in rules for sym in rule.expansion if sym.is_term}
     names = {name: i for i, name in enumerate(sorted(used))}
     terminals = tuple((name, patterns[name], f"/{patterns[name]}/", False) for name in names)
     order = lexer_order(list(names), {})
-    table: Any = analysis.parse_table  # an IntParseTable: states numbered
 
     def context(old: int) -> LexerContext:
         accepted = [names[s] for s in table.states[old] if s in names]

@@ -1,0 +1,332 @@
+"""LALR(1) states of a generated grammar's rules, built as lark's `LALR_Analyzer` builds them.
+
+lark's analysis works on `Symbol`, `Rule` and `RulePtr` objects whose hashing and
+comparison are Python methods; a WashingtonPost schema's grammar (a thousand rules)
+spent over a second in them. Here symbols, rules and LR(0) items are integers and
+lookahead sets are integer bitsets, while the steps stay lark's: the LR(0) item sets,
+DeRemer and Pennello's reads/includes/lookback relations (lark's reading of them,
+including items past their first symbol), the same digraph traversal with the same set
+sharing (a set cell per relation node, shared where lark shares the set object), then
+the strict-mode actions. The states are the ones lark builds, numbered breadth-first
+(`tables_from_states` renumbers either), and a conflict raises lark's `GrammarError`
+with lark's message, which `from_rules._merge_twins` reads. A test compares the tables
+with `Lark(text)`'s on every generated shape.
+
+Reduce/reduce collisions are reported before a shift/reduce conflict wherever both
+occur: lark meets its states in hash order and so reports either, while merging twin
+rules (what a collision message leads to) can only help.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fsmcompile.index.bits import bit_positions
+
+__all__ = ["LalrStates", "lalr_states"]
+
+
+@dataclass(frozen=True, slots=True)
+class LalrStates:
+    """What `LALR_Analyzer.parse_table` holds for one start rule (an `IntParseTable`)."""
+
+    states: dict[int, dict[str, tuple[Any, Any]]]
+    """Per state, symbol name → (lark's Shift, target state) or (lark's Reduce, Rule)."""
+    start_states: dict[str, int]
+    end_states: dict[str, int]
+
+
+def lalr_states(rules: Sequence[Any], start: str) -> LalrStates:
+    """The LALR(1) states of lark `Rule`s (no rule priorities) with lark's strict mode.
+
+    Raises:
+        lark.exceptions.GrammarError: rules defined twice, an undefined rule, an LALR
+            reduce/reduce collision or a shift/reduce conflict (lark's messages).
+    """
+    from lark.exceptions import GrammarError
+    from lark.grammar import NonTerminal, Rule, Terminal
+    from lark.parsers.lalr_analysis import Reduce, Shift
+
+    root = Rule(NonTerminal("$root_" + start), [NonTerminal(start)])
+    all_rules = [*rules, root]
+    if len(set(rules)) != len(rules):
+        counts = Counter(rules)
+        twice = ", ".join(str(r) for r, n in counts.items() if n > 1)
+        raise GrammarError(f"Rules defined twice: {twice}")
+    # Nonterminals are 0..N-1 (the root last), terminals N.. ($END first).
+    nt_id: dict[str, int] = {}
+    for rule in all_rules:
+        nt_id.setdefault(rule.origin.name, len(nt_id))
+    num_nt = len(nt_id)
+    symbols: list[Any] = [None] * num_nt
+    for rule in all_rules:
+        symbols[nt_id[rule.origin.name]] = rule.origin
+    term_id: dict[str, int] = {"$END": num_nt}
+    symbols.append(Terminal("$END"))
+    rule_syms: list[tuple[int, ...]] = []
+    for rule in all_rules:
+        ids: list[int] = []
+        for sym in rule.expansion:
+            if sym.is_term:
+                if sym.name not in term_id:
+                    term_id[sym.name] = len(symbols)
+                    symbols.append(sym)
+                ids.append(term_id[sym.name])
+            elif sym.name in nt_id:
+                ids.append(nt_id[sym.name])
+            else:
+                raise GrammarError(f"Using an undefined rule: {sym}")
+        rule_syms.append(tuple(ids))
+    if start not in nt_id:
+        raise GrammarError(f"Using an undefined rule: {NonTerminal(start)}")
+    rule_origin = [nt_id[rule.origin.name] for rule in all_rules]
+    nullable = _nullable(rule_origin, rule_syms, num_nt)
+
+    # LR(0) items: item_base[r] + dot; item_next is the symbol after the dot, or -1.
+    item_base: list[int] = []
+    item_rule: list[int] = []
+    item_next: list[int] = []
+    for r, syms in enumerate(rule_syms):
+        item_base.append(len(item_rule))
+        item_rule.extend([r] * (len(syms) + 1))
+        item_next.extend(syms)
+        item_next.append(-1)
+    by_origin: list[list[int]] = [[] for _ in range(num_nt)]
+    for r, origin in enumerate(rule_origin):
+        by_origin[origin].append(r)
+    closures: dict[int, frozenset[int]] = {}
+
+    def closure_of(nt: int) -> frozenset[int]:
+        """The dot-0 items a state gains from an item before `nt` (lark's expand_rule)."""
+        found = closures.get(nt)
+        if found is None:
+            items: set[int] = set()
+            seen_nt = {nt}
+            todo = [nt]
+            while todo:
+                for r in by_origin[todo.pop()]:
+                    items.add(item_base[r])
+                    first = item_next[item_base[r]]
+                    if 0 <= first < num_nt and first not in seen_nt:
+                        seen_nt.add(first)
+                        todo.append(first)
+            found = closures[nt] = frozenset(items)
+        return found
+
+    # LR(0) item sets, breadth-first from the root's.
+    root_rule = len(all_rules) - 1
+    kernels: dict[frozenset[int], int] = {}
+    closure: list[list[int]] = []
+    trans: list[dict[int, int]] = []
+    todo_states: list[frozenset[int]] = [frozenset([item_base[root_rule]])]
+    kernels[todo_states[0]] = 0
+    at = 0
+    while at < len(todo_states):
+        kernel = todo_states[at]
+        at += 1
+        items = set(kernel)
+        for item in kernel:
+            nxt = item_next[item]
+            if 0 <= nxt < num_nt:
+                items |= closure_of(nxt)
+        listed = sorted(items)
+        closure.append(listed)
+        moves: dict[int, list[int]] = {}
+        for item in listed:
+            nxt = item_next[item]
+            if nxt >= 0:
+                moves.setdefault(nxt, []).append(item + 1)
+        out: dict[int, int] = {}
+        for sym, advanced in moves.items():
+            target = frozenset(advanced)
+            state = kernels.get(target)
+            if state is None:
+                state = kernels[target] = len(todo_states)
+                todo_states.append(target)
+            out[sym] = state
+        trans.append(out)
+    num_states = len(closure)
+
+    # Nonterminal transitions, with their direct reads and reads (lark's
+    # compute_reads_relations): a node per (state, nonterminal) in the order met.
+    node_of: dict[tuple[int, int], int] = {}
+    nodes: list[tuple[int, int]] = []
+    direct: list[list[int]] = []  # one-item lists: cells shared the way lark shares sets
+    reads: list[list[tuple[int, int]]] = []
+    end_bit = 1  # $END is terminal 0 of the bitsets (bit t: symbol num_nt + t)
+
+    def node(pair: tuple[int, int]) -> int:
+        found = node_of.get(pair)
+        if found is None:
+            found = node_of[pair] = len(nodes)
+            nodes.append(pair)
+            direct.append([0])
+            reads.append([])
+        return found
+
+    node((0, nt_id[start]))
+    direct[0][0] = end_bit
+    for state in range(num_states):
+        seen_nt: set[int] = set()
+        for item in closure[state]:
+            sym = item_next[item]
+            if not 0 <= sym < num_nt or sym in seen_nt:
+                continue
+            seen_nt.add(sym)
+            x = node((state, sym))
+            bits = direct[x][0]
+            after = trans[state][sym]
+            for item2 in closure[after]:
+                sym2 = item_next[item2]
+                if sym2 >= num_nt:
+                    bits |= 1 << (sym2 - num_nt)
+                elif sym2 >= 0 and nullable[sym2]:
+                    reads[x].append((after, sym2))
+            direct[x][0] = bits
+    read_rel = [list(dict.fromkeys(node_of[p] for p in pairs)) for pairs in reads]
+
+    # includes and lookback (lark's compute_includes_lookback), reading per state only
+    # the items of the transition's nonterminal.
+    rest_nullable = [False] * len(item_rule)  # the symbols from this item's dot on
+    for r, syms in enumerate(rule_syms):
+        ok = True
+        for dot in range(len(syms), -1, -1):
+            if dot < len(syms):
+                ok = ok and syms[dot] < num_nt and nullable[syms[dot]]
+            rest_nullable[item_base[r] + dot] = ok
+    items_of: dict[tuple[int, int], list[int]] = {}
+    for state in range(num_states):
+        for item in closure[state]:
+            items_of.setdefault((state, rule_origin[item_rule[item]]), []).append(item)
+    includes: list[list[int]] = [[] for _ in nodes]
+    lookback: list[list[tuple[int, int]]] = [[] for _ in nodes]
+    for x, pair in enumerate(nodes):
+        found_includes: list[int] = []
+        for item in items_of.get(pair, ()):
+            r = item_rule[item]
+            base = item_base[r]
+            syms = rule_syms[r]
+            state2 = pair[0]
+            for i in range(item - base, len(syms)):
+                sym = syms[i]
+                y = node_of.get((state2, sym))
+                state2 = trans[state2][sym]
+                if y is not None and rest_nullable[base + i + 1]:
+                    found_includes.append(y)
+            if item == base:  # state2 holds the rule's completed item
+                lookback[x].append((state2, r))
+        for y in found_includes:
+            if x not in includes[y]:
+                includes[y].append(x)
+
+    read_sets = _digraph(len(nodes), read_rel, direct)
+    follow_sets = _digraph(len(nodes), includes, read_sets)
+    lookaheads: list[dict[int, list[int]]] = [{} for _ in range(num_states)]
+    for x, pairs in enumerate(lookback):
+        bits = follow_sets[x][0]
+        for state, r in pairs:
+            for t in bit_positions(bits):
+                reducing = lookaheads[state].setdefault(t + num_nt, [])
+                if r not in reducing:
+                    reducing.append(r)
+
+    # Actions (lark's compute_lalr1_states, strict mode, no priorities).
+    names = [sym.name for sym in symbols]
+    states: dict[int, dict[str, tuple[Any, Any]]] = {}
+    collisions: list[str] = []
+    conflict: str | None = None
+    for state in range(num_states):
+        actions: dict[str, tuple[Any, Any]] = {
+            names[sym]: (Shift, target) for sym, target in trans[state].items()
+        }
+        for la, reducing in lookaheads[state].items():
+            if len(reducing) > 1:
+                named = "".join("\n\t- " + str(all_rules[r]) for r in reducing)
+                collisions.append(
+                    f"Reduce/Reduce collision in {symbols[la]} between the following rules: "
+                    + named
+                )
+                continue
+            rule = all_rules[reducing[0]]
+            name = names[la]
+            if name in actions:
+                if conflict is None:
+                    conflict = (
+                        f"Shift/Reduce conflict for terminal {name}. [strict-mode]\n * {rule}\n"
+                    )
+            else:
+                actions[name] = (Reduce, rule)
+        states[state] = actions
+    if collisions:
+        raise GrammarError("\n\n".join(collisions))
+    if conflict is not None:
+        raise GrammarError(conflict)
+    end = trans[0][nt_id[start]]
+    return LalrStates(states, {start: 0}, {start: end})
+
+
+def _nullable(rule_origin: list[int], rule_syms: list[tuple[int, ...]], num_nt: int) -> list[bool]:
+    """Per nonterminal, whether it derives the empty text (terminals never do)."""
+    nullable = [False] * num_nt
+    changed = True
+    while changed:
+        changed = False
+        for origin, syms in zip(rule_origin, rule_syms, strict=True):
+            if not nullable[origin] and all(s < num_nt and nullable[s] for s in syms):
+                nullable[origin] = changed = True
+    return nullable
+
+
+def _digraph(count: int, relation: list[list[int]], start: list[list[int]]) -> list[list[int]]:
+    """lark's `digraph`: F(x) = G(x) | the F of every y that x relates to, over strongly
+    connected parts at once. A set is a one-item list (its bits), taken over from `start`
+    and shared by a part's members, as lark shares the set objects; iterative, where
+    lark recurses (a thousand-rule grammar nests deep)."""
+    value: list[list[int]] = [[0]] * count
+    weight = [0] * count
+    path: list[int] = []
+
+    def link(x: int, y: int) -> None:
+        if 0 < weight[y] < weight[x]:
+            weight[x] = weight[y]
+        value[x][0] |= value[y][0]
+
+    frames: list[tuple[int, int, int]] = []  # (node, next relation index, depth)
+
+    def enter(x: int) -> None:
+        path.append(x)
+        weight[x] = len(path)
+        value[x] = start[x]
+        frames.append((x, 0, len(path)))
+
+    for origin in range(count):
+        if weight[origin]:
+            continue
+        enter(origin)
+        while frames:
+            x, at, depth = frames[-1]
+            targets = relation[x]
+            while at < len(targets):
+                y = targets[at]
+                at += 1
+                if weight[y] == 0:
+                    frames[-1] = (x, at, depth)
+                    enter(y)
+                    break
+                link(x, y)
+            else:
+                frames.pop()
+                if weight[x] == depth:
+                    shared = value[x]
+                    while True:
+                        z = path.pop()
+                        weight[z] = -1
+                        value[z] = shared
+                        if z == x:
+                            break
+                if frames:
+                    link(frames[-1][0], x)
+    return value
