@@ -77,12 +77,22 @@ def max_fresh_items(
         found = memo.get(key)
     if found is None:
         data, ends, first = _token_bytes(vocab)
-        may_start = first.copy()
-        if after is None:
-            may_start[:] = True
-        else:
-            may_start[1:] |= np.isin(data[:-1], np.fromiter(after, dtype=np.uint8))
-        found = _max_fresh_items(dfa, starts, data, ends, np.flatnonzero(may_start))
+        # Only offsets whose byte the start state moves on can count an item: a JSON
+        # string's lanes start at quotes, a few thousand of the vocabulary's 800k bytes.
+        # Stepping every lexeme start instead cost 20 ms a counted terminal.
+        order, byte_start = _byte_positions(vocab)
+        moves = np.flatnonzero(dfa.transitions[0, dfa.class_of_byte] >= 0).tolist()
+        offsets = np.concatenate(
+            [order[byte_start[b] : byte_start[b + 1]] for b in moves] or [order[:0]]
+        )
+        if after is not None:
+            behind_end = np.zeros(offsets.shape[0], dtype=np.bool_)
+            inner = offsets > 0
+            behind_end[inner] = np.isin(
+                data[offsets[inner] - 1], np.fromiter(after, dtype=np.uint8)
+            )
+            offsets = offsets[first[offsets] | behind_end]
+        found = _max_fresh_items(dfa, starts, data, ends, offsets)
         with _lock:
             memo[key] = found
     return found
@@ -102,6 +112,18 @@ def _token_bytes(
         first = np.zeros(data.shape[0], dtype=np.bool_)
         first[ends - lengths] = True
         cached = vocab.__dict__["_fresh_item_lanes"] = (data, np.repeat(ends, lengths), first)
+    return cached
+
+
+def _byte_positions(vocab: Vocabulary) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """(offsets into `_token_bytes`' data ordered by their byte, where each byte value's
+    offsets begin [257]), cached per vocabulary."""
+    cached = vocab.__dict__.get("_fresh_item_positions")
+    if cached is None:
+        data = _token_bytes(vocab)[0]
+        order = np.argsort(data, kind="stable").astype(np.int64)
+        byte_start = np.concatenate([[0], np.cumsum(np.bincount(data, minlength=256))])
+        cached = vocab.__dict__["_fresh_item_positions"] = (order, byte_start.astype(np.int64))
     return cached
 
 
