@@ -349,3 +349,21 @@ def test_or_runs_matches_a_reduce_per_run(lengths: list[int], rng) -> None:
         for s, k in zip(starts.tolist(), lengths, strict=True)
     ]
     assert np.array_equal(_or_runs(bits, order, starts), np.array(expected))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 40), st.integers(1, 12), st.integers(1, 130), st.integers(0, 2**32 - 1)
+)
+def test_exit_sets_any_shared_is_the_boolean_product(rows: int, cols: int, width: int, seed: int):
+    # `_any_shared` multiplies the distinct rows only (packed into words to find them) and
+    # spreads the answers back: it must equal the plain boolean product, for row widths
+    # around the 64-bit word boundaries too.
+    from fsmcompile.index.grammar_exits import _any_shared
+
+    rng = np.random.default_rng(seed)
+    a = rng.random((rows, width)) < rng.random()
+    a[rng.integers(0, rows, size=rows)] = a[0]  # repeated rows
+    b = rng.random((cols, width)) < 0.1
+    expected = (a[:, None, :] & b[None, :, :]).any(axis=2)
+    assert np.array_equal(_any_shared(a, b), expected)
