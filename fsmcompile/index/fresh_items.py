@@ -79,7 +79,7 @@ def max_fresh_items(
         data, ends, first = _token_bytes(vocab)
         # Only offsets whose byte the start state moves on can count an item: a JSON
         # string's lanes start at quotes, a few thousand of the vocabulary's 800k bytes.
-        # Stepping every lexeme start instead cost 20 ms a counted terminal.
+        # Stepping every lexeme start instead cost 13 ms a counted terminal.
         order, byte_start = _byte_positions(vocab)
         moves = np.flatnonzero(dfa.transitions[0, dfa.class_of_byte] >= 0).tolist()
         offsets = np.concatenate(
