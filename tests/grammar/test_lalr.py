@@ -127,3 +127,9 @@ def test_an_undefined_rule_is_refused_by_name() -> None:
     rules = [Rule(NonTerminal("s"), [NonTerminal("missing")], 0)]
     with pytest.raises(GrammarError, match=r"Using an undefined rule: NonTerminal\('missing'\)"):
         lalr_states(rules, "s")
+
+
+def test_an_undefined_start_rule_is_refused_by_name() -> None:
+    rules = [Rule(NonTerminal("s"), [Terminal("X")], 0)]
+    with pytest.raises(GrammarError, match=r"Using an undefined rule: NonTerminal\('top'\)"):
+        lalr_states(rules, "top")

@@ -80,8 +80,6 @@ def lalr_states(rules: Sequence[Any], start: str) -> LalrStates:
             else:
                 raise GrammarError(f"Using an undefined rule: {sym}")
         rule_syms.append(tuple(ids))
-    if start not in nt_id:
-        raise GrammarError(f"Using an undefined rule: {NonTerminal(start)}")
     rule_origin = [nt_id[rule.origin.name] for rule in all_rules]
     nullable = _nullable(rule_origin, rule_syms, num_nt)
 
