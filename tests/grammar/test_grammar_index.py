@@ -352,9 +352,7 @@ def test_or_runs_matches_a_reduce_per_run(lengths: list[int], rng) -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(
-    st.integers(1, 40), st.integers(1, 12), st.integers(1, 130), st.integers(0, 2**32 - 1)
-)
+@given(st.integers(1, 40), st.integers(1, 12), st.integers(1, 130), st.integers(0, 2**32 - 1))
 def test_exit_sets_any_shared_is_the_boolean_product(rows: int, cols: int, width: int, seed: int):
     # `_any_shared` multiplies the distinct rows only (packed into words to find them) and
     # spreads the answers back: it must equal the plain boolean product, for row widths
