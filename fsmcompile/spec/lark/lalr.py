@@ -46,17 +46,47 @@ def lalr_states(rules: Sequence[Any], start: str) -> LalrStates:
         lark.exceptions.GrammarError: rules defined twice, an undefined rule, an LALR
             reduce/reduce collision or a shift/reduce conflict (lark's messages).
     """
+    grammar = _numbered(rules, start)
+    lr0 = _lr0(grammar)
+    states = _actions(grammar, lr0, _lookaheads(grammar, lr0))
+    return LalrStates(states, {start: 0}, {start: lr0.trans[0][grammar.start]})
+
+
+@dataclass(frozen=True, slots=True)
+class _Grammar:
+    """The rules on integers: nonterminals 0..N-1 (the root rule's last), terminals from
+    N on ($END first); LR(0) item `item_base[r] + dot` of rule r."""
+
+    rules: list[Any]  # lark's Rules, the root rule last
+    symbols: list[Any]  # lark's Symbols by id
+    num_nt: int
+    start: int
+    rule_origin: list[int]
+    rule_syms: list[tuple[int, ...]]
+    nullable: list[bool]
+    item_base: list[int]
+    item_rule: list[int]
+    item_next: list[int]  # the symbol after the dot, or -1
+
+
+@dataclass(frozen=True, slots=True)
+class _Lr0:
+    """LR(0) item sets, breadth-first from the root's (state 0)."""
+
+    closure: list[list[int]]  # per state, its items, sorted
+    trans: list[dict[int, int]]  # per state, symbol -> state
+
+
+def _numbered(rules: Sequence[Any], start: str) -> _Grammar:
+    """Number the symbols and items of `rules` plus lark's LR(0) root rule
+    (`$root_<start>: <start>`), refusing what lark's GrammarAnalyzer refuses."""
     from lark.exceptions import GrammarError
     from lark.grammar import NonTerminal, Rule, Terminal
-    from lark.parsers.lalr_analysis import Reduce, Shift
 
-    root = Rule(NonTerminal("$root_" + start), [NonTerminal(start)])
-    all_rules = [*rules, root]
+    all_rules = [*rules, Rule(NonTerminal("$root_" + start), [NonTerminal(start)])]
     if len(set(rules)) != len(rules):
-        counts = Counter(rules)
-        twice = ", ".join(str(r) for r, n in counts.items() if n > 1)
+        twice = ", ".join(str(r) for r, n in Counter(rules).items() if n > 1)
         raise GrammarError(f"Rules defined twice: {twice}")
-    # Nonterminals are 0..N-1 (the root last), terminals N.. ($END first).
     nt_id: dict[str, int] = {}
     for rule in all_rules:
         nt_id.setdefault(rule.origin.name, len(nt_id))
@@ -81,9 +111,6 @@ def lalr_states(rules: Sequence[Any], start: str) -> LalrStates:
                 raise GrammarError(f"Using an undefined rule: {sym}")
         rule_syms.append(tuple(ids))
     rule_origin = [nt_id[rule.origin.name] for rule in all_rules]
-    nullable = _nullable(rule_origin, rule_syms, num_nt)
-
-    # LR(0) items: item_base[r] + dot; item_next is the symbol after the dot, or -1.
     item_base: list[int] = []
     item_rule: list[int] = []
     item_next: list[int] = []
@@ -92,8 +119,25 @@ def lalr_states(rules: Sequence[Any], start: str) -> LalrStates:
         item_rule.extend([r] * (len(syms) + 1))
         item_next.extend(syms)
         item_next.append(-1)
+    return _Grammar(
+        rules=all_rules,
+        symbols=symbols,
+        num_nt=num_nt,
+        start=nt_id[start],
+        rule_origin=rule_origin,
+        rule_syms=rule_syms,
+        nullable=_nullable(rule_origin, rule_syms, num_nt),
+        item_base=item_base,
+        item_rule=item_rule,
+        item_next=item_next,
+    )
+
+
+def _lr0(g: _Grammar) -> _Lr0:
+    """The LR(0) item sets (lark's compute_lr0_states)."""
+    num_nt, item_base, item_next = g.num_nt, g.item_base, g.item_next
     by_origin: list[list[int]] = [[] for _ in range(num_nt)]
-    for r, origin in enumerate(rule_origin):
+    for r, origin in enumerate(g.rule_origin):
         by_origin[origin].append(r)
     closures: dict[int, frozenset[int]] = {}
 
@@ -114,13 +158,11 @@ def lalr_states(rules: Sequence[Any], start: str) -> LalrStates:
             found = closures[nt] = frozenset(items)
         return found
 
-    # LR(0) item sets, breadth-first from the root's.
-    root_rule = len(all_rules) - 1
-    kernels: dict[frozenset[int], int] = {}
+    root = frozenset([item_base[len(g.rules) - 1]])
+    kernels: dict[frozenset[int], int] = {root: 0}
+    todo_states: list[frozenset[int]] = [root]
     closure: list[list[int]] = []
     trans: list[dict[int, int]] = []
-    todo_states: list[frozenset[int]] = [frozenset([item_base[root_rule]])]
-    kernels[todo_states[0]] = 0
     at = 0
     while at < len(todo_states):
         kernel = todo_states[at]
@@ -146,15 +188,22 @@ def lalr_states(rules: Sequence[Any], start: str) -> LalrStates:
                 todo_states.append(target)
             out[sym] = state
         trans.append(out)
-    num_states = len(closure)
+    return _Lr0(closure, trans)
 
-    # Nonterminal transitions, with their direct reads and reads (lark's
-    # compute_reads_relations): a node per (state, nonterminal) in the order met.
+
+def _lookaheads(g: _Grammar, lr0: _Lr0) -> list[dict[int, list[int]]]:
+    """Per state, lookahead symbol -> the rules reduced on it (lark's
+    compute_reads_relations, compute_includes_lookback and compute_lookaheads)."""
+    num_nt, nullable, item_next = g.num_nt, g.nullable, g.item_next
+    item_base, item_rule, rule_syms = g.item_base, g.item_rule, g.rule_syms
+    closure, trans = lr0.closure, lr0.trans
+    # Nonterminal transitions with their direct reads and reads: a node per (state,
+    # nonterminal) in the order met. $END is terminal 0 of the bitsets (bit t: symbol
+    # num_nt + t).
     node_of: dict[tuple[int, int], int] = {}
     nodes: list[tuple[int, int]] = []
     direct: list[list[int]] = []  # one-item lists: cells shared the way lark shares sets
     reads: list[list[tuple[int, int]]] = []
-    end_bit = 1  # $END is terminal 0 of the bitsets (bit t: symbol num_nt + t)
 
     def node(pair: tuple[int, int]) -> int:
         found = node_of.get(pair)
@@ -165,11 +214,11 @@ def lalr_states(rules: Sequence[Any], start: str) -> LalrStates:
             reads.append([])
         return found
 
-    node((0, nt_id[start]))
-    direct[0][0] = end_bit
-    for state in range(num_states):
+    node((0, g.start))
+    direct[0][0] = 1  # the root's start is followed by $END
+    for state, items in enumerate(closure):
         seen_nt: set[int] = set()
-        for item in closure[state]:
+        for item in items:
             sym = item_next[item]
             if not 0 <= sym < num_nt or sym in seen_nt:
                 continue
@@ -186,8 +235,8 @@ def lalr_states(rules: Sequence[Any], start: str) -> LalrStates:
             direct[x][0] = bits
     read_rel = [list(dict.fromkeys(node_of[p] for p in pairs)) for pairs in reads]
 
-    # includes and lookback (lark's compute_includes_lookback), reading per state only
-    # the items of the transition's nonterminal.
+    # includes and lookback, reading per state only the items of the transition's
+    # nonterminal (lark walks every item whose rule it is, not only dot-0 ones).
     rest_nullable = [False] * len(item_rule)  # the symbols from this item's dot on
     for r, syms in enumerate(rule_syms):
         ok = True
@@ -196,9 +245,9 @@ def lalr_states(rules: Sequence[Any], start: str) -> LalrStates:
                 ok = ok and syms[dot] < num_nt and nullable[syms[dot]]
             rest_nullable[item_base[r] + dot] = ok
     items_of: dict[tuple[int, int], list[int]] = {}
-    for state in range(num_states):
-        for item in closure[state]:
-            items_of.setdefault((state, rule_origin[item_rule[item]]), []).append(item)
+    for state, items in enumerate(closure):
+        for item in items:
+            items_of.setdefault((state, g.rule_origin[item_rule[item]]), []).append(item)
     includes: list[list[int]] = [[] for _ in nodes]
     lookback: list[list[tuple[int, int]]] = [[] for _ in nodes]
     for x, pair in enumerate(nodes):
@@ -220,9 +269,8 @@ def lalr_states(rules: Sequence[Any], start: str) -> LalrStates:
             if x not in includes[y]:
                 includes[y].append(x)
 
-    read_sets = _digraph(len(nodes), read_rel, direct)
-    follow_sets = _digraph(len(nodes), includes, read_sets)
-    lookaheads: list[dict[int, list[int]]] = [{} for _ in range(num_states)]
+    follow_sets = _digraph(len(nodes), includes, _digraph(len(nodes), read_rel, direct))
+    lookaheads: list[dict[int, list[int]]] = [{} for _ in closure]
     for x, pairs in enumerate(lookback):
         bits = follow_sets[x][0]
         for state, r in pairs:
@@ -230,25 +278,34 @@ def lalr_states(rules: Sequence[Any], start: str) -> LalrStates:
                 reducing = lookaheads[state].setdefault(t + num_nt, [])
                 if r not in reducing:
                     reducing.append(r)
+    return lookaheads
 
-    # Actions (lark's compute_lalr1_states, strict mode, no priorities).
-    names = [sym.name for sym in symbols]
+
+def _actions(
+    g: _Grammar, lr0: _Lr0, lookaheads: list[dict[int, list[int]]]
+) -> dict[int, dict[str, tuple[Any, Any]]]:
+    """Per state, symbol name -> action (lark's compute_lalr1_states, strict mode, no
+    priorities); conflicts raise lark's GrammarError, collisions first."""
+    from lark.exceptions import GrammarError
+    from lark.parsers.lalr_analysis import Reduce, Shift
+
+    names = [sym.name for sym in g.symbols]
     states: dict[int, dict[str, tuple[Any, Any]]] = {}
     collisions: list[str] = []
     conflict: str | None = None
-    for state in range(num_states):
+    for state, moves in enumerate(lr0.trans):
         actions: dict[str, tuple[Any, Any]] = {
-            names[sym]: (Shift, target) for sym, target in trans[state].items()
+            names[sym]: (Shift, target) for sym, target in moves.items()
         }
         for la, reducing in lookaheads[state].items():
             if len(reducing) > 1:
-                named = "".join("\n\t- " + str(all_rules[r]) for r in reducing)
+                named = "".join("\n\t- " + str(g.rules[r]) for r in reducing)
                 collisions.append(
-                    f"Reduce/Reduce collision in {symbols[la]} between the following rules: "
+                    f"Reduce/Reduce collision in {g.symbols[la]} between the following rules: "
                     + named
                 )
                 continue
-            rule = all_rules[reducing[0]]
+            rule = g.rules[reducing[0]]
             name = names[la]
             if name in actions:
                 if conflict is None:
@@ -262,8 +319,7 @@ def lalr_states(rules: Sequence[Any], start: str) -> LalrStates:
         raise GrammarError("\n\n".join(collisions))
     if conflict is not None:
         raise GrammarError(conflict)
-    end = trans[0][nt_id[start]]
-    return LalrStates(states, {start: 0}, {start: end})
+    return states
 
 
 def _nullable(rule_origin: list[int], rule_syms: list[tuple[int, ...]], num_nt: int) -> list[bool]:
