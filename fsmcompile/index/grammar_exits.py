@@ -19,9 +19,9 @@ import numpy as np
 import numpy.typing as npt
 
 from fsmcompile.automaton.fragment import distinct_targets
-from fsmcompile.index.bits import bit_positions
+from fsmcompile.index.bits import bit_positions, pack_bool_rows
 from fsmcompile.index.grammar_lexer import LexerAutomaton
-from fsmcompile.index.wide_rows import unique_wide_rows
+from fsmcompile.index.wide_rows import unique_mask_rows
 
 ANY_CONTEXT = -1
 """Exit pair context: the cut can be followed in every context where a lexeme can start
@@ -112,26 +112,15 @@ def _any_shared(a: npt.NDArray[np.bool_], b: npt.NDArray[np.bool_]) -> npt.NDArr
     """bool[A, B]: whether row i of `a` and row j of `b` share a column (a byte class that
     ends the lexeme and starts a lexeme of the context).
 
-    Computed on the distinct rows only: a WashingtonPost lexer's 12.8k states have a few
-    hundred distinct rows, and numpy's integer matrix product (no BLAS kernel) over all of
-    them took 0.41 s. A float product would use BLAS, whose worker threads then spin on
-    the other cores after every call, slowing the rest of the process."""
-    a_first, a_of = _distinct_rows(a)
-    b_first, b_of = _distinct_rows(b)
+    Computed on the distinct rows only (packed, then matched as mask rows): a
+    WashingtonPost lexer's 12.8k states have a few hundred distinct rows, and numpy's
+    integer matrix product (no BLAS kernel) over all of them took 0.41 s. A float product
+    would use BLAS, whose worker threads then spin on the other cores after every call,
+    slowing the rest of the process."""
+    a_first, a_of = unique_mask_rows(pack_bool_rows(a))
+    b_first, b_of = unique_mask_rows(pack_bool_rows(b))
     shared = (a[a_first].astype(np.int32) @ b[b_first].T.astype(np.int32)) > 0
     return shared[a_of][:, b_of]
-
-
-def _distinct_rows(
-    rows: npt.NDArray[np.bool_],
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """(first of each distinct row, class of every row) of a bool matrix, through its rows
-    packed into 64-bit words (`np.unique(axis=0)` sorts rows of bools: 0.36 s here)."""
-    packed = np.packbits(rows, axis=1, bitorder="little")
-    pad = -packed.shape[1] % 8
-    if pad:
-        packed = np.pad(packed, ((0, 0), (0, pad)))
-    return unique_wide_rows(np.ascontiguousarray(packed).view(np.uint64))
 
 
 def exit_sets(lexer: LexerAutomaton, num_terminals: int) -> ExitSets:
