@@ -2,5 +2,5 @@
 
 __version__ = "0.1.0"
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 """Bump when the artifact layout or the meaning of a mask changes; old entries then miss."""

@@ -116,12 +116,16 @@ class GrammarTables:
         self.start_lexer_state = int(
             lexer.context_start[self._context_of_state[int(table.start_state)]]
         )
+        num_contexts = int(lexer.context_start.shape[0])
+        # A sequence's context id past the contexts names a set of them (`ContextSets`).
+        self._context_sets = index.context_sets()
+        self._num_contexts = num_contexts
         self._sequences = SequenceTable.of(
             index.seq_parent,
             index.seq_terminal,
             index.seq_context,
             num_terminals=len(index.terminal_names),
-            num_contexts=int(lexer.context_start.shape[0]),
+            num_contexts=num_contexts + len(self._context_sets),
         )
         self._constraints = ConstraintTable()
         self._xsets = _exit_lists(index)
@@ -284,8 +288,14 @@ class GrammarTables:
         if before >= 0:
             after, f = self.feed(before, seqs.terminal[seq])
             floor = min(floor, f)
-            if after >= 0 and self._context_of_state[self._stack_state[after]] == seqs.context[seq]:
-                result = after
+            if after >= 0:
+                landing = self._context_of_state[self._stack_state[after]]
+                wanted = seqs.context[seq]
+                if landing == wanted or (
+                    wanted >= self._num_contexts
+                    and landing in self._context_sets[wanted - self._num_contexts]
+                ):
+                    result = after
         self._apply[key] = (result, floor)
         return result, floor
 

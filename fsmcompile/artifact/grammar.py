@@ -43,6 +43,8 @@ _INDEX_FIELDS = (
     "seq_parent",
     "seq_terminal",
     "seq_context",
+    "ctxset_start",
+    "ctxset_context",
     "state_xset",
     "xset_start",
     "xset_terminal",
@@ -136,6 +138,10 @@ def _check_fits(index: GrammarIndex, source: str | None) -> None:
         and int(index.state_kill.max(initial=-1)) < index.kill_masks.shape[0]
         and index.table.action.shape[1] == len(index.terminal_names) + 1
         and index.ignored.shape[0] == len(index.terminal_names)
+        and int(index.ctxset_start[-1]) == index.ctxset_context.shape[0]
+        and int(index.seq_context.max(initial=0))
+        < index.lexer.context_start.shape[0] + index.ctxset_start.shape[0] - 1
+        and int(index.ctxset_context.max(initial=-1)) < index.lexer.context_start.shape[0]
     )
     if not ok:
         raise ArtifactCorruptError("lark artifact tables do not fit together", source)

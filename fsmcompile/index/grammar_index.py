@@ -34,6 +34,7 @@ from fsmcompile.index.grammar_lexer import (
 from fsmcompile.index.grammar_regions import DENSE_MIN_TOKENS, RegionServer, StayGroups
 from fsmcompile.index.grammar_walk import (
     ConstraintTable,
+    ContextSets,
     SequenceTable,
     WalkRecords,
     walk_grammar_tokens,
@@ -65,7 +66,9 @@ class GrammarIndex:
         ignored: bool[T], `%ignore`d terminals.
         seq_parent / seq_terminal / seq_context: int32[Q], emitted sequences: id 0 is
             empty, id s is seq_parent[s] followed by terminal seq_terminal[s], after which
-            the next lexeme was lexed in context seq_context[s].
+            the next lexeme was lexed in a context of set seq_context[s]: context k
+            itself for k < K (the lexer's contexts), else the contexts
+            ctxset_context[ctxset_start[k - K]:ctxset_start[k - K + 1]] (`ContextSets`).
         state_xset: int32[L], the exit set of each lexer state (grammar_exits.py): the
             terminals its lexeme can still be cut as, with the contexts that can follow;
             xset_start int64[X+1] / xset_terminal / xset_context int32[P] list the pairs.
@@ -93,6 +96,8 @@ class GrammarIndex:
     seq_parent: npt.NDArray[np.int32]
     seq_terminal: npt.NDArray[np.int32]
     seq_context: npt.NDArray[np.int32]
+    ctxset_start: npt.NDArray[np.int64]
+    ctxset_context: npt.NDArray[np.int32]
     state_xset: npt.NDArray[np.int32]
     xset_start: npt.NDArray[np.int64]
     xset_terminal: npt.NDArray[np.int32]
@@ -123,6 +128,12 @@ class GrammarIndex:
     @property
     def vocab_size(self) -> int:
         return self.vocabulary.size
+
+    def context_sets(self) -> list[frozenset[int]]:
+        """The contexts of each context-set id from K on (`seq_context`)."""
+        bounds = self.ctxset_start.tolist()
+        members = self.ctxset_context.tolist()
+        return [frozenset(members[lo:hi]) for lo, hi in zip(bounds, bounds[1:], strict=False)]
 
     def next_contexts(self) -> list[list[int]]:
         """Per terminal, the lexer contexts a shift of it can lead to (sorted)."""
@@ -187,7 +198,8 @@ def build_grammar_index(
     shape_xset[shapes.of_state] = exits.state_xset
     regions = RegionServer(shapes, vocab)
     height = int(vocab.trie.node_height[0]) if vocab.trie.num_nodes else 0
-    sequences = SequenceTable(num_terminals, int(lexer.context_start.shape[0]))
+    context_sets = ContextSets(int(lexer.context_start.shape[0]), merge=not ignored.any())
+    sequences = SequenceTable(num_terminals, context_sets.capacity)
     constraints = ConstraintTable()
     levels = walk_levels(shapes, shape_xset, regions, height, deadline)
     parts = []
@@ -204,6 +216,7 @@ def build_grammar_index(
             levels=levels,
             regions=regions,
             origins=origins,
+            context_sets=context_sets,
         )
         stays = regions.take_stays()
         parts.append(_groups(records, shape_xset, vocab, origins.shape[0], stays))
@@ -229,6 +242,12 @@ def build_grammar_index(
         seq_parent=np.asarray(sequences.parent, dtype=np.int32),
         seq_terminal=np.asarray(sequences.terminal, dtype=np.int32),
         seq_context=np.asarray(sequences.context, dtype=np.int32),
+        ctxset_start=np.concatenate(
+            [[0], np.cumsum([len(m) for m in context_sets.members], dtype=np.int64)]
+        ).astype(np.int64),
+        ctxset_context=np.asarray(
+            [c for members in context_sets.members for c in members], dtype=np.int32
+        ),
         state_xset=exits.state_xset,
         xset_start=exits.pair_start,
         xset_terminal=exits.pair_terminal,

@@ -11,9 +11,11 @@ label, and is dropped if it does not.
 
 After a cut the next lexeme's context is the parser's business: it is the context of the
 state the parser reaches by shifting the terminal. The walk tries every context some shift
-of that terminal can lead to and records which one it assumed, so the parser can check.
-A token's outcome is thus (terminals emitted with the context assumed after each, lexer
-state at the end, constraints still open); `seq` ids name the emitted sequences.
+of that terminal can lead to and records which one it assumed, so the parser can check;
+contexts the next byte takes to the same lexer state are tried once, as a set
+(`ContextSets`). A token's outcome is thus (terminals emitted with the context or context
+set assumed after each, lexer state at the end, constraints still open); `seq` ids name
+the emitted sequences.
 """
 
 from __future__ import annotations
@@ -168,6 +170,81 @@ class SequenceTable:
         self._ids = {}
 
 
+CONTEXT_SET_ROOM = 1 << 20
+"""Context-set ids a walk may add past the contexts themselves (a bound the packed
+sequence keys rely on; a grammar meets a few thousand at most)."""
+
+
+@dataclass(slots=True)
+class ContextSets:
+    """Sets of lexer contexts a sequence may have assumed after its last terminal.
+
+    Id k < `num_contexts` is the context k alone; larger ids name interned sets. After a
+    cut the walk tries each context the parser may be in next, and contexts whose start
+    state the next byte takes to the same lexer state have identical futures: one entry
+    stands for all of them, and the parser's check becomes membership. The 148 contexts
+    that may follow `}` in a WashingtonPost schema made a million sequences of one entry
+    each. Sets stay single contexts in grammars with ignored terminals, whose cut
+    restarts in the context the sequence assumed.
+    """
+
+    num_contexts: int
+    merge: bool = True
+    members: list[tuple[int, ...]] = field(default_factory=list)
+    _ids: dict[tuple[int, ...], int] = field(default_factory=dict)
+    _splits: dict[tuple[int, int], tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]] = field(
+        default_factory=dict
+    )
+
+    @property
+    def capacity(self) -> int:
+        """The id bound a `SequenceTable` packs its keys with."""
+        return self.num_contexts + CONTEXT_SET_ROOM if self.merge else self.num_contexts
+
+    def intern(self, contexts: tuple[int, ...]) -> int:
+        """The id of a sorted tuple of contexts (a single context is its own id)."""
+        if len(contexts) == 1:
+            return contexts[0]
+        found = self._ids.get(contexts)
+        if found is None:
+            found = self._ids[contexts] = self.num_contexts + len(self.members)
+            if len(self.members) >= CONTEXT_SET_ROOM:
+                raise BudgetExceededError(
+                    "too many distinct lexer-context sets", limit="context_sets", value=0.0
+                )
+            self.members.append(contexts)
+        return found
+
+    def split(
+        self,
+        terminal: int,
+        byte_class: int,
+        contexts: list[int],
+        context_start: npt.NDArray[np.int32],
+        transitions: npt.NDArray[np.int64],
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """(lexer state, context-set id) per distinct live state that `byte_class` starts
+        in `contexts`, those that may follow `terminal` (computed once per pair)."""
+        key = (terminal, byte_class)
+        found = self._splits.get(key)
+        if found is None:
+            fresh = transitions[context_start[contexts], byte_class].tolist() if contexts else []
+            by_state: dict[int, list[int]] = {}
+            for ctx, state in zip(contexts, fresh, strict=True):
+                if state >= 0:
+                    by_state.setdefault(state, []).append(ctx)
+            if self.merge:
+                pairs = [(q, self.intern(tuple(sorted(c)))) for q, c in by_state.items()]
+            else:
+                pairs = [(q, ctx) for q, c in by_state.items() for ctx in c]
+            found = (
+                np.asarray([q for q, _ in pairs], dtype=np.int64),
+                np.asarray([i for _, i in pairs], dtype=np.int64),
+            )
+            self._splits[key] = found
+        return found
+
+
 @dataclass(slots=True)
 class ConstraintTable:
     """Interned constraint sets (lexer states that must die unlabelled); id 0 is empty."""
@@ -308,8 +385,12 @@ def _picked(
 ) -> tuple[npt.NDArray[Any], ...]:
     """The rows of each array that `where` picks (a mask or indices), by one `np.take`
     each: on a level's entries a boolean index cost 4-5x as much (35 against 7 µs per
-    30k int64, 190 against 40 for their eight-word bitsets)."""
-    index = np.flatnonzero(where) if where.dtype == np.bool_ else where
+    30k int64, 190 against 40 for their eight-word bitsets). A mask that picks every row
+    returns the arrays themselves (most levels keep all their entries and edges): callers
+    never write into what they get."""
+    index: npt.NDArray[Any] = np.flatnonzero(where) if where.dtype == np.bool_ else where
+    if where.dtype == np.bool_ and index.shape[0] == where.shape[0]:
+        return arrays
     return tuple(np.take(a, index, axis=0) for a in arrays)
 
 
@@ -405,6 +486,7 @@ def walk_grammar_tokens(
     levels: LivenessLevels | None = None,
     regions: RegionServer | None = None,
     origins: npt.NDArray[np.int64] | None = None,
+    context_sets: ContextSets | None = None,
 ) -> WalkRecords:
     """Outcomes of every text token from every lexer state, level by level through the trie.
 
@@ -438,12 +520,17 @@ def walk_grammar_tokens(
     node_byte = trie.node_byte
     is_token_node = trie.token_node_flags()
     ignored_arr = np.asarray(ignored + [False], dtype=np.bool_)
-    fan_count = np.asarray([len(ctxs) for ctxs in next_contexts], dtype=np.int64)
-    fan_start = np.concatenate([[0], np.cumsum(fan_count)[:-1]]).astype(np.int64)
-    fan_flat = np.asarray([c for ctxs in next_contexts for c in ctxs], dtype=np.int64)
     num_terminals = len(next_contexts)
     num_contexts = int(shapes.context_start.shape[0])
-    assert (sequences.num_terminals, sequences.num_contexts) == (num_terminals, num_contexts)
+    num_classes = int(trans.shape[1])
+    if context_sets is None:
+        context_sets = ContextSets(num_contexts, merge=False)
+    assert not (context_sets.merge and any(ignored)), "an ignored cut needs one context"
+    assert context_sets.num_contexts == num_contexts
+    assert (sequences.num_terminals, sequences.num_contexts) == (
+        num_terminals,
+        context_sets.capacity,
+    )
     onehot = np.zeros((num_origins, words), dtype=np.uint64)
     idx = np.arange(num_origins)
     onehot[idx, idx // 64] = np.left_shift(np.uint64(1), (idx % 64).astype(np.uint64))
@@ -568,18 +655,31 @@ def walk_grammar_tokens(
             num_rows += sel.shape[0]
         is_tok = np.flatnonzero(cut & ~ignored_arr[lab])
         if is_tok.shape[0]:
-            # Each cut edge once per context the parser may be in after its terminal.
-            fan = fan_count[lab[is_tok]]
+            # Each cut edge once per set of contexts the parser may be in after its
+            # terminal whose start the byte takes to one state (`ContextSets.split`).
+            pair = lab[is_tok] * num_classes + cls[is_tok]
+            pairs, pair_of = np.unique(pair, return_inverse=True)
+            split_state, split_set, split_count = [], [], []
+            for p in pairs.tolist():
+                t, c = divmod(p, num_classes)
+                states, ids = context_sets.split(
+                    t, c, next_contexts[t], shapes.context_start, trans
+                )
+                split_state.append(states)
+                split_set.append(ids)
+                split_count.append(states.shape[0])
+            counts = np.asarray(split_count, dtype=np.int64)
+            first = np.concatenate([[0], np.cumsum(counts)[:-1]])
+            fan = counts[pair_of.reshape(-1)]
             sel = np.repeat(is_tok, fan)
-            ctx = fan_flat[np.repeat(fan_start[lab[is_tok]], fan) + concatenated_ranges(fan)]
-            fresh = trans[shapes.context_start[ctx], cls[sel]]
-            ok = np.flatnonzero(fresh >= 0)
-            sel, ctx = sel[ok], ctx[ok]
+            at = np.repeat(first[pair_of.reshape(-1)], fan) + concatenated_ranges(fan)
+            fresh = np.concatenate(split_state)[at]
+            ctx = np.concatenate(split_set)[at]
             keys = sequences.key(seq[parent[sel]], lab[sel], ctx)
             uniq, inv = np.unique(keys, return_inverse=True)
             new = sequences.extend_keys(uniq)
             part_edge.append(sel)
-            part_state.append(fresh[ok])
+            part_state.append(fresh)
             part_seq.append(new[inv.reshape(-1)])
             part_fork.append(fork[sel])
             part_src.append(parent[sel])

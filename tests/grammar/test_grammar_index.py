@@ -178,12 +178,41 @@ def _origin_outcomes(index) -> list[set[tuple[int, int, frozenset[int]]]]:
     return out
 
 
-def _sequence_terminals(index, seq: int) -> tuple[tuple[int, int], ...]:
-    out = []
+def _sequence_readings(index, seq: int) -> list[tuple[tuple[int, int], ...]]:
+    """The (terminal, context) sequences an emitted sequence stands for: one per choice of
+    a context from each step's context set."""
+    num_contexts = index.lexer.context_start.shape[0]
+    sets = index.context_sets()
+    steps = []
     while seq > 0:
-        out.append((int(index.seq_terminal[seq]), int(index.seq_context[seq])))
+        terminal, ctx = int(index.seq_terminal[seq]), int(index.seq_context[seq])
+        contexts = sorted(sets[ctx - num_contexts]) if ctx >= num_contexts else [ctx]
+        steps.append([(terminal, c) for c in contexts])
         seq = int(index.seq_parent[seq])
-    return tuple(reversed(out))
+    return list(itertools.product(*reversed(steps)))
+
+
+def _spelled(index) -> list[dict[tuple, set[int]]]:
+    """Per origin, the tokens of each spelled-out outcome: (terminals with the context
+    after each, exit set as (terminal, context) pairs)."""
+    xsets = [
+        frozenset(
+            zip(
+                index.xset_terminal[index.xset_start[x] : index.xset_start[x + 1]].tolist(),
+                index.xset_context[index.xset_start[x] : index.xset_start[x + 1]].tolist(),
+                strict=True,
+            )
+        )
+        for x in range(index.xset_start.shape[0] - 1)
+    ]
+    out = []
+    for groups in _origin_outcomes(index):
+        tokens: dict[tuple, set[int]] = {}
+        for s, x, t in groups:
+            for reading in _sequence_readings(index, s):
+                tokens.setdefault((reading, xsets[x]), set()).update(t)
+        out.append(tokens)
+    return out
 
 
 @pytest.mark.parametrize("grammar_name", ["json", "tool_call"])
@@ -200,31 +229,61 @@ def test_grammar_index_walked_in_origin_chunks_gives_each_origin_the_same_groups
     chunked = compile_lark_index(bundled_text(grammar_name), gpt2)
     assert whole.num_states > 10
     assert chunked.num_groups > whole.num_groups  # the chunks did split the walk
-
-    def spelled(index):
-        xsets = [
-            frozenset(
-                zip(
-                    index.xset_terminal[index.xset_start[x] : index.xset_start[x + 1]].tolist(),
-                    index.xset_context[index.xset_start[x] : index.xset_start[x + 1]].tolist(),
-                    strict=True,
-                )
-            )
-            for x in range(index.xset_start.shape[0] - 1)
-        ]
-        out = []
-        for groups in _origin_outcomes(index):
-            tokens: dict[tuple, set[int]] = {}
-            for s, x, t in groups:
-                tokens.setdefault((_sequence_terminals(index, s), xsets[x]), set()).update(t)
-            out.append(tokens)
-        return out
-
-    assert spelled(chunked) == spelled(whole)
+    assert _spelled(chunked) == _spelled(whole)
     matcher = GrammarMatcher(chunked)
     text = '{"a": [1, 2.5, "x"]}' if grammar_name == "json" else 'f(x="a")\n'
     ids = gpt2.encode(text)
     assert matcher.advance_many(ids) == len(ids)
+
+
+NESTED_OBJECTS = {
+    "type": "object",
+    "properties": {
+        "a": {"type": "object", "properties": {"x": {"type": "integer"}, "n": {"$ref": "#"}}},
+        "b": {"type": "array", "items": {"type": "object", "properties": {"y": {"$ref": "#"}}}},
+        "c": {"type": "object", "properties": {"z": {"type": "boolean"}}},
+        "d": {"type": "string"},
+    },
+}
+
+
+def test_grammar_index_context_sets_stand_for_each_context(gpt2, monkeypatch):
+    # After `}` the parser may be in any context that can follow some object; the walk
+    # keeps one entry per set of those contexts the next byte takes to one lexer state.
+    # Spelled out context by context, the outcomes are those of a walk that kept every
+    # context apart, and the matcher takes a document that needs a set's member.
+    import fsmcompile.compiler as compiler
+    import fsmcompile.index.grammar_index as grammar_index
+    from fsmcompile.compiler import compile_spec
+    from fsmcompile.index.grammar_walk import ContextSets
+    from fsmcompile.memo import StageMemo
+
+    merged = compile_spec("json", NESTED_OBJECTS, gpt2, cache=False).index
+    assert merged.ctxset_start.shape[0] > 1  # some sets were made
+    monkeypatch.setattr(
+        grammar_index, "ContextSets", lambda contexts, merge: ContextSets(contexts, merge=False)
+    )
+    monkeypatch.setattr(compiler, "_indexes", StageMemo(1))  # no index made above
+    apart = compile_spec("json", NESTED_OBJECTS, gpt2, cache=False).index
+    assert apart.ctxset_start.shape[0] == 1
+    assert apart.seq_parent.shape[0] > merged.seq_parent.shape[0]
+    assert _spelled(merged) == _spelled(apart)
+    matcher = GrammarMatcher(merged)
+    for text in (
+        '{"a":{"x":1,"n":{"c":{"z":true}}},"b":[{"y":{"d":"s"}}],"d":"t"}',
+        '{"b":[{"y":{}},{}],"c":{}}',
+        '{"a":{"n":{"b":[{"y":{"a":{}}}]}}}',
+    ):
+        matcher.reset()
+        for token in gpt2.encode(text):  # masks read the groups, and so the sets
+            assert token in set(matcher.allowed_token_ids().tolist()), text
+            assert matcher.advance(token)
+        assert matcher.is_accepting()
+    matcher.reset()
+    assert matcher.advance_many(gpt2.encode('{"a":{"n":{')) == 6
+    allowed = {gpt2.token_bytes[t] for t in matcher.allowed_token_ids().tolist()}
+    assert {b"}", b"}}", b"}}}"} <= allowed
+    assert not {b'},{"', b"}{"} & allowed
 
 
 @settings(max_examples=200, deadline=None)
