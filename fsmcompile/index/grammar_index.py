@@ -198,7 +198,12 @@ def build_grammar_index(
     shape_xset[shapes.of_state] = exits.state_xset
     regions = RegionServer(shapes, vocab)
     height = int(vocab.trie.node_height[0]) if vocab.trie.num_nodes else 0
-    context_sets = ContextSets(int(lexer.context_start.shape[0]), merge=not ignored.any())
+    context_sets = ContextSets(
+        contexts_after,
+        int(lexer.context_start.shape[0]),
+        int(lexer.transitions.shape[1]),
+        merge=not ignored.any(),
+    )
     sequences = SequenceTable(num_terminals, context_sets.capacity)
     constraints = ConstraintTable()
     levels = walk_levels(shapes, shape_xset, regions, height, deadline)

@@ -21,6 +21,7 @@ the emitted sequences.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import time
 from array import array
 from bisect import bisect_left
@@ -175,7 +176,6 @@ CONTEXT_SET_ROOM = 1 << 20
 sequence keys rely on; a grammar meets a few thousand at most)."""
 
 
-@dataclass(slots=True)
 class ContextSets:
     """Sets of lexer contexts a sequence may have assumed after its last terminal.
 
@@ -184,17 +184,32 @@ class ContextSets:
     state the next byte takes to the same lexer state have identical futures: one entry
     stands for all of them, and the parser's check becomes membership. The 148 contexts
     that may follow `}` in a WashingtonPost schema made a million sequences of one entry
-    each. Sets stay single contexts in grammars with ignored terminals, whose cut
-    restarts in the context the sequence assumed.
+    each. Sets stay single contexts in grammars with ignored terminals (`merge` false),
+    whose cut restarts in the context the sequence assumed.
     """
 
-    num_contexts: int
-    merge: bool = True
-    members: list[tuple[int, ...]] = field(default_factory=list)
-    _ids: dict[tuple[int, ...], int] = field(default_factory=dict)
-    _splits: dict[tuple[int, int], tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]] = field(
-        default_factory=dict
-    )
+    def __init__(
+        self,
+        next_contexts: list[list[int]],
+        num_contexts: int,
+        num_classes: int,
+        *,
+        merge: bool = True,
+    ) -> None:
+        self.num_contexts = num_contexts
+        self.num_classes = num_classes
+        self.merge = merge
+        self.members: list[tuple[int, ...]] = []
+        self._ids: dict[tuple[int, ...], int] = {}
+        self._fan_count = np.asarray([len(c) for c in next_contexts], dtype=np.int64)
+        self._fan_start = np.concatenate([[0], np.cumsum(self._fan_count)[:-1]]).astype(np.int64)
+        self._fan_flat = np.asarray([c for cs in next_contexts for c in cs], dtype=np.int64)
+        # Per (terminal, byte class) split so far: where its (state, set) pairs start in
+        # the flat columns (-1: not split yet), and how many there are.
+        self._first = np.full(len(next_contexts) * num_classes, -1, dtype=np.int64)
+        self._count = np.zeros(len(next_contexts) * num_classes, dtype=np.int64)
+        self._state = int_column([])
+        self._set = int_column([])
 
     @property
     def capacity(self) -> int:
@@ -207,42 +222,63 @@ class ContextSets:
             return contexts[0]
         found = self._ids.get(contexts)
         if found is None:
-            found = self._ids[contexts] = self.num_contexts + len(self.members)
             if len(self.members) >= CONTEXT_SET_ROOM:
                 raise BudgetExceededError(
                     "too many distinct lexer-context sets", limit="context_sets", value=0.0
                 )
+            found = self._ids[contexts] = self.num_contexts + len(self.members)
             self.members.append(contexts)
         return found
 
     def split(
         self,
-        terminal: int,
-        byte_class: int,
-        contexts: list[int],
+        terminal: npt.NDArray[np.int64],
+        byte_class: npt.NDArray[np.int64],
         context_start: npt.NDArray[np.int32],
         transitions: npt.NDArray[np.int64],
-    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-        """(lexer state, context-set id) per distinct live state that `byte_class` starts
-        in `contexts`, those that may follow `terminal` (computed once per pair)."""
-        key = (terminal, byte_class)
-        found = self._splits.get(key)
-        if found is None:
-            fresh = transitions[context_start[contexts], byte_class].tolist() if contexts else []
-            by_state: dict[int, list[int]] = {}
-            for ctx, state in zip(contexts, fresh, strict=True):
-                if state >= 0:
-                    by_state.setdefault(state, []).append(ctx)
-            if self.merge:
-                pairs = [(q, self.intern(tuple(sorted(c)))) for q, c in by_state.items()]
-            else:
-                pairs = [(q, ctx) for q, c in by_state.items() for ctx in c]
-            found = (
-                np.asarray([q for q, _ in pairs], dtype=np.int64),
-                np.asarray([i for _, i in pairs], dtype=np.int64),
-            )
-            self._splits[key] = found
-        return found
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """(edge, lexer state, context-set id) per cut edge i (a cut of `terminal[i]` whose
+        next byte is of `byte_class[i]`) and distinct live state that byte starts in the
+        contexts that may follow the terminal; each pair is split once per walk."""
+        pair = terminal * self.num_classes + byte_class
+        missing = sorted_unique(pair[self._first[pair] < 0])
+        if missing.shape[0]:
+            self._split_new(missing, context_start, transitions)
+        count = self._count[pair]
+        edge = np.repeat(np.arange(pair.shape[0], dtype=np.int64), count)
+        at = np.repeat(self._first[pair], count) + concatenated_ranges(count)
+        state = np.frombuffer(self._state, dtype=np.int64)[at]
+        return edge, state, np.frombuffer(self._set, dtype=np.int64)[at]
+
+    def _split_new(
+        self,
+        pairs: npt.NDArray[np.int64],
+        context_start: npt.NDArray[np.int32],
+        transitions: npt.NDArray[np.int64],
+    ) -> None:
+        terminal, byte_class = np.divmod(pairs, self.num_classes)
+        fan = self._fan_count[terminal]
+        owner = np.repeat(np.arange(pairs.shape[0], dtype=np.int64), fan)
+        ctx = self._fan_flat[np.repeat(self._fan_start[terminal], fan) + concatenated_ranges(fan)]
+        state = transitions[context_start[ctx], byte_class[owner]]
+        live = state >= 0
+        owner, ctx, state = owner[live], ctx[live], state[live]
+        order = np.lexsort((ctx, state, owner))
+        owner, ctx, state = owner[order], ctx[order], state[order]
+        if self.merge:  # one set per (pair, state); singletons are their context
+            starts_set = np.ones(owner.shape[0], dtype=np.bool_)
+            starts_set[1:] = (owner[1:] != owner[:-1]) | (state[1:] != state[:-1])
+            heads = np.flatnonzero(starts_set)
+            bounds = np.append(heads, owner.shape[0]).tolist()
+            members = ctx.tolist()
+            ids = [self.intern(tuple(members[lo:hi])) for lo, hi in itertools.pairwise(bounds)]
+            owner, state, ctx = owner[heads], state[heads], np.asarray(ids, dtype=np.int64)
+        self._count[pairs] = np.bincount(owner, minlength=pairs.shape[0])
+        self._first[pairs] = len(self._state) + np.concatenate(
+            [[0], np.cumsum(self._count[pairs])[:-1]]
+        )
+        extend_column(self._state, state)
+        extend_column(self._set, ctx)
 
 
 @dataclass(slots=True)
@@ -524,9 +560,9 @@ def walk_grammar_tokens(
     num_contexts = int(shapes.context_start.shape[0])
     num_classes = int(trans.shape[1])
     if context_sets is None:
-        context_sets = ContextSets(num_contexts, merge=False)
+        context_sets = ContextSets(next_contexts, num_contexts, num_classes, merge=False)
     assert not (context_sets.merge and any(ignored)), "an ignored cut needs one context"
-    assert context_sets.num_contexts == num_contexts
+    assert (context_sets.num_contexts, context_sets.num_classes) == (num_contexts, num_classes)
     assert (sequences.num_terminals, sequences.num_contexts) == (
         num_terminals,
         context_sets.capacity,
@@ -657,24 +693,10 @@ def walk_grammar_tokens(
         if is_tok.shape[0]:
             # Each cut edge once per set of contexts the parser may be in after its
             # terminal whose start the byte takes to one state (`ContextSets.split`).
-            pair = lab[is_tok] * num_classes + cls[is_tok]
-            pairs, pair_of = np.unique(pair, return_inverse=True)
-            split_state, split_set, split_count = [], [], []
-            for p in pairs.tolist():
-                t, c = divmod(p, num_classes)
-                states, ids = context_sets.split(
-                    t, c, next_contexts[t], shapes.context_start, trans
-                )
-                split_state.append(states)
-                split_set.append(ids)
-                split_count.append(states.shape[0])
-            counts = np.asarray(split_count, dtype=np.int64)
-            first = np.concatenate([[0], np.cumsum(counts)[:-1]])
-            fan = counts[pair_of.reshape(-1)]
-            sel = np.repeat(is_tok, fan)
-            at = np.repeat(first[pair_of.reshape(-1)], fan) + concatenated_ranges(fan)
-            fresh = np.concatenate(split_state)[at]
-            ctx = np.concatenate(split_set)[at]
+            edge, fresh, ctx = context_sets.split(
+                lab[is_tok], cls[is_tok], shapes.context_start, trans
+            )
+            sel = is_tok[edge]
             keys = sequences.key(seq[parent[sel]], lab[sel], ctx)
             uniq, inv = np.unique(keys, return_inverse=True)
             new = sequences.extend_keys(uniq)
