@@ -30,6 +30,30 @@ def pack_bool_rows(allowed: npt.NDArray[np.bool_]) -> npt.NDArray[np.int32]:
     return np.ascontiguousarray(packed).view("<i4").astype(np.int32, copy=False)
 
 
+_GATHER_BLOCK_BYTES = 4 << 20
+"""Most bytes of unpacked rows `pack_gathered_rows` holds at once."""
+
+
+def pack_gathered_rows(
+    table: npt.NDArray[np.bool_] | npt.NDArray[np.uint8], columns: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int32]:
+    """`pack_bool_rows(table[:, columns])` (0/1 flags), a block of rows at a time.
+
+    Whole, the gathered matrix is a byte per token per row: 160 MB for the 1,227 masks
+    of a large schema at 128k tokens, and a fresh allocation that size costs its page
+    faults on every compile (0.34 s, against 0.08 s in blocks of a few MB that the
+    allocator hands back each time).
+    """
+    rows = table.shape[0]
+    out = np.zeros((rows, bitmask_words(columns.shape[0]) * 4), dtype=np.uint8)
+    block = max(1, _GATHER_BLOCK_BYTES // max(1, columns.shape[0]))
+    for lo in range(0, rows, block):
+        gathered: npt.NDArray[np.uint8] = np.take(table[lo : lo + block], columns, axis=1)
+        packed = np.packbits(gathered, axis=1, bitorder="little")
+        out[lo : lo + block, : packed.shape[1]] = packed
+    return out.view("<i4").astype(np.int32, copy=False)
+
+
 def unpack_row(words: npt.NDArray[np.int32], vocab_size: int) -> npt.NDArray[np.bool_]:
     """Unpack one int32[W] row into bool[V]."""
     as_bytes = np.ascontiguousarray(words, dtype="<i4").view(np.uint8)

@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fsmcompile.automaton.fragment import sorted_unique, unique_rows
-from fsmcompile.index.bits import pack_bool_rows
+from fsmcompile.index.bits import pack_bool_rows, pack_gathered_rows
 from fsmcompile.index.fresh_items import countable_for
 from fsmcompile.index.grammar_exits import exit_sets
 from fsmcompile.index.grammar_lexer import (
@@ -317,8 +317,7 @@ def _kill_masks(
     # keeps rows contiguous (`by_byte[:, ids]` is column-major, and packing it is 5x slower).
     by_byte = np.zeros((patterns.shape[0], 257), dtype=np.bool_)
     by_byte[:, :256] = patterns[:, lexer.class_of_byte]
-    allowed = np.take(by_byte, vocab.trie.first_byte_by_id(vocab.size), axis=1)
-    return state_kill, pack_bool_rows(allowed)
+    return state_kill, pack_gathered_rows(by_byte, vocab.trie.first_byte_by_id(vocab.size))
 
 
 def _set_bits_of_rows(

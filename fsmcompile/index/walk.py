@@ -19,7 +19,7 @@ import numpy.typing as npt
 from fsmcompile.automaton.dfa import ByteDFA
 from fsmcompile.automaton.fragment import sorted_unique
 from fsmcompile.errors import BudgetExceededError
-from fsmcompile.index.bits import bitmask_words
+from fsmcompile.index.bits import bitmask_words, pack_gathered_rows
 from fsmcompile.index.levels import LivenessLevels
 from fsmcompile.index.wide_rows import unique_wide_rows
 from fsmcompile.vocabulary.trie import TokenTrie
@@ -221,6 +221,4 @@ def origin_token_masks(
     width = bitmask_words(vocab_size) * 32
     sig_of_id = np.full(width, sig_first.shape[0], dtype=np.int64)
     sig_of_id[trie.token_ids] = token_sig
-    allowed = np.take(rep_bits, sig_of_id, axis=1)  # uint8[M, 32W], rows contiguous
-    packed = np.packbits(allowed, axis=1, bitorder="little")
-    return np.ascontiguousarray(packed).view("<i4").astype(np.int32, copy=False), mask_of_origin
+    return pack_gathered_rows(rep_bits, sig_of_id), mask_of_origin
