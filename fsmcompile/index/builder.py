@@ -18,7 +18,7 @@ from fsmcompile.vocabulary import Vocabulary
 logger = logging.getLogger(__name__)
 
 # Origins walked together: wider origin bitsets make every merge of the walk dearer.
-_ORIGIN_CHUNK = 256
+_ORIGIN_CHUNK = 256  # a multiple of 64: each chunk owns whole words of the origin bits
 
 
 def _region_plan(
@@ -53,11 +53,10 @@ def _region_plan(
 def _virtual_block(
     served: list[tuple[int, int, ShapeWalk, Region]],
     extra: npt.NDArray[np.int64],
-    num_virtual: int,
-    num_tokens: int,
-) -> npt.NDArray[np.uint64]:
-    """uint64[T, ceil(V/64)]: each virtual column's stay tokens."""
-    block = np.zeros((num_tokens, (num_virtual + 63) // 64), dtype=np.uint64)
+    block: npt.NDArray[np.uint64],
+) -> None:
+    """Write each virtual column's stay tokens into `block` (uint64[T, ceil(V/64)],
+    zeros)."""
     done: set[int] = set()
     for position, role, walk, _region in served:
         column = int(extra[position])
@@ -66,7 +65,6 @@ def _virtual_block(
         done.add(column)
         has_role = (walk.stay[:, 0] >> np.uint64(role)) & np.uint64(1)
         block[:, column // 64] |= has_role << np.uint64(column % 64)
-    return block
 
 
 def _injections(served: list[tuple[int, int, ShapeWalk, Region]], lo: int, hi: int) -> Injections:
@@ -97,11 +95,15 @@ def _token_masks(
     """(distinct text-token masks int32[M, W], mask id of each origin int64[R])."""
     trie = vocab.trie
     extra, served, num_virtual = _region_plan(dfa, vocab, origins)
-    per_token = []
+    # One matrix of every origin's words, then the virtual columns': each chunk's walk
+    # writes its words in place (chunks are whole words: _ORIGIN_CHUNK % 64 == 0).
+    origin_words = (origins.shape[0] + 63) // 64
+    virtual_words = (num_virtual + 63) // 64 if served else 0
+    rows = np.zeros((trie.token_ids.shape[0], origin_words + virtual_words), dtype=np.uint64)
     for lo in range(0, origins.shape[0], _ORIGIN_CHUNK):
         chunk = origins[lo : lo + _ORIGIN_CHUNK]
         hi = lo + chunk.shape[0]
-        reached, _ = walk_live_tokens(
+        walk_live_tokens(
             dfa,
             trie,
             levels,
@@ -109,18 +111,16 @@ def _token_masks(
             deadline,
             from_root=extra[lo:hi] < 0,
             injections=_injections(served, lo, hi),
+            out=rows[:, lo // 64 : (hi + 63) // 64],
         )
-        per_token.append(reached[trie.token_node])
-    virtual = (
-        _virtual_block(served, extra, num_virtual, trie.token_ids.shape[0]) if served else None
-    )
+    if served:
+        _virtual_block(served, extra, rows[:, origin_words:])
     return origin_token_masks(
-        np.concatenate(per_token, axis=1),
+        rows,
         trie,
         origins.shape[0],
         vocab.size,
-        virtual=virtual,
-        num_virtual=num_virtual,
+        num_virtual=num_virtual if served else 0,
         extra_column=extra,
     )
 

@@ -95,19 +95,24 @@ def walk_live_tokens(
     from_root: npt.NDArray[np.bool_] | None = None,
     injections: Injections | None = None,
     sinks: npt.NDArray[np.bool_] | None = None,
+    out: npt.NDArray[np.uint64] | None = None,
 ) -> tuple[npt.NDArray[np.uint64], SinkEvents]:
-    """For each trie node, the set of origins from which its path stays alive.
+    """For each text token of the trie, the set of origins from which it stays alive.
 
     Args:
         origins: int32[R], start states (pairwise not equivalent at the root's height).
         from_root: bool[R], which origins start at the root (default: all).
         injections: start pairs below the root (regions' exit events).
         sinks: bool[S], states whose pairs are recorded as events and not expanded.
+        out: uint64[T, ceil(R/64)], zeros, to write the rows into (a slice of the
+            caller's matrix of every origin's words saves a copy of it).
 
     Returns:
-        (reached uint64[N, ceil(R/64)], sink events): bit r of reached row n is set when
-        the bytes leading to node n keep the DFA alive from origins[r] (sink pairs are
-        not marked).
+        (reached uint64[T, ceil(R/64)], sink events): bit r of reached row t is set when
+        the bytes of trie token t (`trie.token_ids[t]`) keep the DFA alive from
+        origins[r] (sink pairs are not marked). Rows are made for tokens only: a row per
+        trie node was twice the memory, all of it touched and page-faulted anew on every
+        walk.
     """
     num_origins = origins.shape[0]
     words = (num_origins + 63) // 64
@@ -121,7 +126,8 @@ def walk_live_tokens(
     events: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.uint64]]]
     events = []
 
-    reached = np.zeros((trie.num_nodes, words), dtype=np.uint64)
+    level_nodes: list[npt.NDArray[np.int64]] = []
+    level_bits: list[npt.NDArray[np.uint64]] = []
     starting = np.arange(num_origins) if from_root is None else np.flatnonzero(from_root)
     state = origins[starting].astype(np.int64)
     node = np.zeros(state.shape[0], dtype=np.int64)
@@ -159,7 +165,17 @@ def walk_live_tokens(
         nxt = canon[row, nxt].astype(np.int64)
         node, state, bits = _merge(child, nxt, pair_bits, num_states)
         node_starts = np.flatnonzero(np.concatenate([[True], node[1:] != node[:-1]]))
-        reached[node[node_starts]] |= _or_reduce_sorted(bits, node_starts)
+        # A node is met at its depth only, once (pairs are merged by node above).
+        level_nodes.append(node[node_starts])
+        level_bits.append(_or_reduce_sorted(bits, node_starts))
+    reached = np.zeros((trie.token_ids.shape[0], words), dtype=np.uint64) if out is None else out
+    if level_nodes:
+        at_node = np.full(trie.num_nodes, -1, dtype=np.int64)
+        nodes = np.concatenate(level_nodes)
+        at_node[nodes] = np.arange(nodes.shape[0])
+        row_of_token = at_node[trie.token_node]
+        live = np.flatnonzero(row_of_token >= 0)
+        reached[live] = np.concatenate(level_bits)[row_of_token[live]]
     if events:
         ev_nodes = np.concatenate([e[0] for e in events])
         ev_states = np.concatenate([e[1] for e in events])
@@ -172,22 +188,21 @@ def walk_live_tokens(
 
 
 def origin_token_masks(
-    per_token: npt.NDArray[np.uint64],
+    rows: npt.NDArray[np.uint64],
     trie: TokenTrie,
     num_origins: int,
     vocab_size: int,
     *,
-    virtual: npt.NDArray[np.uint64] | None = None,
     num_virtual: int = 0,
     extra_column: npt.NDArray[np.int64] | None = None,
 ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64]]:
     """Turn per-token origin bits into distinct packed masks.
 
     Args:
-        per_token: uint64[T, ceil(R/64)], bit r set when trie token t is live from origin r.
-        virtual: uint64[T, ceil(V/64)], token sets shared by many origins (a region
-            shape's stay tokens per role); `extra_column[r]` (or -1) names the one that
-            origin r also allows.
+        rows: uint64[T, ceil(R/64) + ceil(V/64)]: first the origin words, bit r set when
+            trie token t is live from origin r; then, with `num_virtual` V, the words of
+            token sets shared by many origins (a region shape's stay tokens per role),
+            `extra_column[r]` (or -1) naming the one that origin r also allows.
 
     Returns:
         (masks int32[M, ceil(V/32)] distinct text-token masks without EOS,
@@ -197,13 +212,12 @@ def origin_token_masks(
     share a mask. Both are few, so the V x R bit transpose shrinks to one gather of
     M x V bytes and a contiguous pack.
     """
-    rows = per_token if virtual is None else np.concatenate([per_token, virtual], axis=1)
     sig_first, token_sig = unique_wide_rows(np.ascontiguousarray(rows))
-    origin_words = per_token.shape[1]
-    sig_rows = np.ascontiguousarray(per_token[sig_first]).view(np.uint8)
+    origin_words = (num_origins + 63) // 64
+    sig_rows = np.ascontiguousarray(rows[sig_first, :origin_words]).view(np.uint8)
     sig_bits = np.unpackbits(sig_rows, axis=1, count=num_origins, bitorder="little")
     columns = np.ascontiguousarray(sig_bits.T)  # uint8[R, S]: the signatures each origin allows
-    if virtual is not None and extra_column is not None and num_virtual:
+    if extra_column is not None and num_virtual:
         virtual_rows = np.ascontiguousarray(rows[sig_first, origin_words:]).view(np.uint8)
         virtual_columns = np.unpackbits(
             virtual_rows, axis=1, count=num_virtual, bitorder="little"
