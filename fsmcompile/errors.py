@@ -11,7 +11,7 @@ FsmcompileError
 ├── VocabularyError                      tokenizer missing or unreadable
 ├── ArtifactError                        .source (path or key)
 │   ├── ArtifactCorruptError             checksum, truncation, not an artifact
-│   ├── ArtifactVersionError             written by a newer format
+│   ├── ArtifactVersionError             written in a newer or older format
 │   └── VocabularyMismatchError          compiled for another tokenizer
 └── StoreError
     ├── StoreUnavailableError            the store cannot be reached
@@ -133,7 +133,8 @@ class ArtifactCorruptError(ArtifactError):
 
 
 class ArtifactVersionError(ArtifactError):
-    """Written by a newer artifact format than this version reads."""
+    """Written in an artifact format this version does not read: a newer one (upgrade),
+    or an older one (recompile)."""
 
 
 class VocabularyMismatchError(ArtifactError):

@@ -396,7 +396,8 @@ def _verify(
 
 
 def _check(tier: _Tier, entry: _Entry) -> tuple[str, str]:
-    """`(status, message)`: ok, corrupt, skipped (a newer format) or vanished."""
+    """`(status, message)`: ok, corrupt, skipped (another format: no compile reads it) or
+    vanished."""
     shape = _KEY_SHAPE.match(entry.key or "")
     if shape and int(shape.group(1)) > FORMAT_VERSION:
         return "skipped", f"format v{shape.group(1)} is newer than this fsmcompile reads"

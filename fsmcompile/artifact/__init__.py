@@ -42,7 +42,7 @@ def from_bytes(data: bytes, vocab: Vocabulary, source: str | None = None) -> Any
 
     Raises:
         ArtifactCorruptError: damaged, truncated or not an artifact.
-        ArtifactVersionError: written by a newer format.
+        ArtifactVersionError: written in another format (newer, or older: recompile).
         VocabularyMismatchError: compiled for another tokenizer or logits width.
     """
     doc = read_header(data, source)

@@ -129,6 +129,14 @@ def read_header(data: bytes, source: str | None = None) -> dict[str, Any]:
             "upgrade fsmcompile or recompile",
             source,
         )
+    if version < FORMAT_VERSION:
+        # Each format changes what some index holds (3: context sets in grammar indexes),
+        # so an older artifact is recompiled, not read as damaged.
+        raise ArtifactVersionError(
+            f"artifact format {version} is older than this fsmcompile reads ({FORMAT_VERSION}); "
+            "recompile it",
+            source,
+        )
     body, digest = data[HEADER.size : -DIGEST_BYTES], data[-DIGEST_BYTES:]
     if hashlib.sha256(body).digest() != digest:
         raise ArtifactCorruptError("artifact checksum mismatch (damaged or truncated)", source)

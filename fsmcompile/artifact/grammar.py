@@ -82,7 +82,7 @@ def from_bytes(data: bytes, vocab: Vocabulary, source: str | None = None) -> Gra
 
     Raises:
         ArtifactCorruptError: damaged, truncated, not an artifact, or not a lark one.
-        ArtifactVersionError: written by a newer format.
+        ArtifactVersionError: written in another format (newer, or older: recompile).
         VocabularyMismatchError: compiled for another tokenizer or logits width.
     """
     doc = read_header(data, source)

@@ -17,6 +17,7 @@ from fsmcompile.errors import (
 )
 from fsmcompile.index.builder import build_token_index
 from fsmcompile.index.token_index import TokenIndex
+from fsmcompile.version import FORMAT_VERSION
 from fsmcompile.vocabulary import Vocabulary
 
 
@@ -76,6 +77,13 @@ def test_artifact_newer_format_is_a_version_error(index: TokenIndex) -> None:
     newer = struct.pack("<4sI", b"FSMC", 999) + data[8:]
     with pytest.raises(ArtifactVersionError, match="newer"):
         artifact.from_bytes(newer, index.vocabulary)
+
+
+def test_artifact_older_format_is_a_version_error(index: TokenIndex) -> None:
+    data = artifact.to_bytes(index)
+    older = struct.pack("<4sI", b"FSMC", FORMAT_VERSION - 1) + data[8:]
+    with pytest.raises(ArtifactVersionError, match="older than this fsmcompile reads"):
+        artifact.from_bytes(older, index.vocabulary)
 
 
 def test_artifact_other_tokenizer_is_a_mismatch(index: TokenIndex) -> None:
