@@ -239,6 +239,7 @@ def build_grammar_index(
         (walked - lexed) * 1e3,
         (time.perf_counter() - walked) * 1e3,
     )
+    ctxset_start, ctxset_context = context_sets.columns()
     return GrammarIndex(
         lexer=lexer,
         table=grammar.table,
@@ -247,12 +248,8 @@ def build_grammar_index(
         seq_parent=np.asarray(sequences.parent, dtype=np.int32),
         seq_terminal=np.asarray(sequences.terminal, dtype=np.int32),
         seq_context=np.asarray(sequences.context, dtype=np.int32),
-        ctxset_start=np.concatenate(
-            [[0], np.cumsum([len(m) for m in context_sets.members], dtype=np.int64)]
-        ).astype(np.int64),
-        ctxset_context=np.asarray(
-            [c for members in context_sets.members for c in members], dtype=np.int32
-        ),
+        ctxset_start=ctxset_start,
+        ctxset_context=ctxset_context,
         state_xset=exits.state_xset,
         xset_start=exits.pair_start,
         xset_terminal=exits.pair_terminal,

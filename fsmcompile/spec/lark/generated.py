@@ -6,9 +6,9 @@ placeholder-pattern line per terminal. `Lark(text)` spends most of its time befo
 LALR table (parsing the text with its own grammar parser, its EBNF passes over copies of
 the trees, parse-tree callbacks, one lexer per parser state), most of a median schema's
 LALR stage. Here the text is read by a few lines of tokenizing into the very trees lark's
-parser yields, lark's own EBNF → BNF steps (`EBNF_to_BNF`, `SimplifyRule_Visitor`) turn
-them into the rules `Lark(text)` would make, under the same generated names, and
-`lalr.py` builds the table lark's `LALR_Analyzer` builds, on integers. A lexer context is
+parser yields, lark's `EBNF_to_BNF` turns repeats into rules under the names `Lark(text)`
+gives them, `_alternatives` multiplies groups and `?` out as lark's `SimplifyRule_Visitor`
+does, and `lalr.py` builds the table lark's `LALR_Analyzer` builds, on integers. A lexer context is
 what lark's contextual lexer makes of a parser state: the terminals the state accepts,
 sorted the way lark's lexer sorts them. Tests check analyses of generated grammars
 against `Lark(text)` and the LALR builder against lark's on random grammars.
@@ -192,11 +192,7 @@ def _alternatives(tree: Any) -> list[tuple[Any, ...]]:
     assert tree.data == "expansion", tree.data
     product: list[tuple[Any, ...]] = [()]
     for part in tree.children:
-        options = _alternatives(part)
-        if len(options) == 1:
-            product = [done + options[0] for done in product]
-        else:
-            product = [done + option for done in product for option in options]
+        product = [done + option for done in product for option in _alternatives(part)]
     return list(dict.fromkeys(product))
 
 
