@@ -12,8 +12,11 @@ close it, and the row is reused at every depth.
 
 A row is the OR of the index's token groups of the lexer state (each a dense mask row or
 a token list) whose emitted sequence and exit set the stack accepts. The groups come
-sorted into runs sharing (first terminal, sequence, exit set), so a row costs one memoized
-parser check per run and one OR over the valid runs' groups, cached by the runs.
+sorted into runs sharing (sequence, exit set), the runs in path order (a sequence right
+before its extensions): a sequence the stack rejects skips all its extensions' runs in
+one step, and siblings that differ only in the lexer context assumed after their last
+terminal share one parser step. A row then costs one OR over the valid runs' groups,
+cached by the runs.
 
 Jump-forward reads the same tables a byte at a time: the forced text of a configuration
 set is the run of bytes that are each the only one `advance` would take (cached by set).
@@ -150,11 +153,10 @@ class GrammarTables:
         self._too_long: dict[tuple[int, int], npt.NDArray[np.int32]] = {}
         runs = _entry_runs(index)
         # Columns: a row reads a few items of each at a time.
-        self._origin_block = int_column(runs.origin_block)
-        self._block_start = int_column(runs.block_start)
-        self._block_first = int_column(runs.block_first)
+        self._origin_run = int_column(runs.origin_run)
         self._run_seq = int_column(runs.seq)
         self._run_xset = int_column(runs.xset)
+        self._run_skip = int_column(runs.skip)
         self._run_start = int_column(runs.start)
         self._run_groups = runs.groups
         self._group_dense = index.group_dense
@@ -162,6 +164,12 @@ class GrammarTables:
         self._group_token_start = index.group_token_start.astype(np.int64)
         self._group_starts = int_column(self._group_token_start)
         self._group_tokens = index.group_tokens.astype(np.int64)
+        # The word and bit of each listed token, for scattering a few groups into a row.
+        self._group_words = index.group_tokens >> 5
+        self._group_bits = (np.uint32(1) << (index.group_tokens & 31).astype(np.uint32)).view(
+            np.int32
+        )
+        self._run_group_column = int_column(runs.groups)
         self._masks = index.masks
         self._state_kill = int_column(index.state_kill)
         self._kill_masks = index.kill_masks
@@ -410,24 +418,45 @@ class GrammarTables:
         the same runs of a state; two states rarely list the same groups)."""
         row = self._unions.get(runs)
         if row is None:
-            start, groups = self._run_start, self._run_groups
+            start = self._run_start
             if sum(start[r + 1] - start[r] for r in runs) <= _FEW_GROUPS:
-                chosen = [g for r in runs for g in groups[start[r] : start[r + 1]].tolist()]
-                dense, tokens = self._split_few(chosen)
+                row = self._few_groups_row(runs)
             else:
+                groups = self._run_groups
                 dense, tokens = self._split_many(
                     _joined([groups[start[r] : start[r + 1]] for r in runs])
                 )
-            row = self._unions[runs] = self._groups_row(dense, tokens)
+                row = self._groups_row(dense, tokens)
+            self._unions[runs] = row
         return row
 
-    def _split_few(self, groups: list[int]) -> tuple[tuple[int, ...], npt.NDArray[np.int64]]:
-        """(dense rows, listed tokens) of a few groups, through list lookups: most rows join
-        one to four small groups, where numpy's per-call cost would dominate."""
-        dense_of, starts, tokens = self._group_dense_column, self._group_starts, self._group_tokens
-        dense = tuple(sorted({dense_of[g] for g in groups if dense_of[g] >= 0}))
-        listed = [tokens[starts[g] : starts[g + 1]] for g in groups if dense_of[g] < 0]
-        return dense, _joined(listed)
+    def _few_groups_row(self, runs: tuple[int, ...]) -> npt.NDArray[np.int32]:
+        """int32[W], read-only: the OR of a few groups' dense rows and listed tokens, read
+        through list lookups (most rows join one to four small groups, where numpy's
+        per-call cost would dominate), each listed group scattered in one call."""
+        start, groups = self._run_start, self._run_group_column
+        dense_of, starts = self._group_dense_column, self._group_starts
+        dense: set[int] = set()
+        listed: list[int] = []
+        for run in runs:
+            for group in groups[start[run] : start[run + 1]]:
+                if dense_of[group] >= 0:
+                    dense.add(dense_of[group])
+                else:
+                    listed.append(group)
+        if dense:
+            row = self._dense_row(tuple(sorted(dense))).copy()
+        else:
+            row = np.zeros(self.num_words, dtype=np.int32)
+        words, bits = self._group_words, self._group_bits
+        for group in listed:
+            lo, hi = starts[group], starts[group + 1]
+            if hi - lo == 1:
+                row[words[lo]] |= bits[lo]
+            else:
+                np.bitwise_or.at(row, words[lo:hi], bits[lo:hi])
+        row.setflags(write=False)
+        return row
 
     def _split_many(
         self, groups: npt.NDArray[np.int32]
@@ -488,35 +517,79 @@ class GrammarTables:
         flags[tokens] = True
         row |= np.packbits(flags, bitorder="little").view("<i4")
 
-    def _compute_row(self, stack: int, state: int) -> tuple[npt.NDArray[np.int32], int]:
-        # Cost: one memoized parser check per distinct (first terminal, sequence, exit set)
-        # of `state`, then one OR over the valid runs' rows and token lists (cached by the
-        # runs). Runs once per cache miss.
+    def _valid_runs(self, stack: int, state: int) -> tuple[list[int], int]:
+        """The runs of lexer `state` whose sequence and exit set `stack` accepts, and the
+        shallowest stack depth read (the hit paths of `apply`, `feed` and `xset_ok`,
+        inlined: a first row checks tens of runs)."""
         floor = self._stack_depth[stack]
         valid: list[int] = []
-        block_start, run_seq, run_xset = self._block_start, self._run_seq, self._run_xset
-        for block in range(self._origin_block[state], self._origin_block[state + 1]):
-            # Every run under a first terminal the parser rejects is skipped with one
-            # lookup: after a name in SQL, hundreds of groups start with a keyword the
-            # stack cannot take.
-            first = self._block_first[block]
-            if first:
-                after, f = self.apply(stack, first)
-                floor = min(floor, f)
-                if after < 0:
-                    continue
-            last_seq = -1
-            for run in range(block_start[block], block_start[block + 1]):
-                seq = run_seq[run]  # runs sorted by sequence: one `apply` per sequence
-                if seq != last_seq:
-                    last_seq = seq
-                    after, f = self.apply(stack, seq)
-                    floor = min(floor, f)
-                if after >= 0:
-                    ok, f = self.xset_ok(after, run_xset[run])
-                    floor = min(floor, f)
-                    if ok:
-                        valid.append(run)
+        run_seq, run_xset, run_skip = self._run_seq, self._run_xset, self._run_skip
+        seqs = self._sequences
+        seq_parent, seq_terminal, seq_context = seqs.parent, seqs.terminal, seqs.context
+        apply_memo, feed_memo, xset_memo = self._apply, self._feed, self._xset_ok
+        xset_free, num_symbols = self._xset_free, self._num_symbols
+        context_of_state, stack_state = self._context_of_state, self._stack_state
+        num_contexts, context_sets = self._num_contexts, self._context_sets
+        stack_key = stack << 32
+        last_seq = last_parent = last_terminal = -1
+        after = stepped = landing = -1
+        run, end = self._origin_run[state], self._origin_run[state + 1]
+        while run < end:
+            seq = run_seq[run]
+            if seq != last_seq:
+                last_seq = seq
+                if seq == 0:
+                    after = stack
+                else:
+                    parent, terminal = seq_parent[seq], seq_terminal[seq]
+                    if parent != last_parent or terminal != last_terminal:
+                        # One parser step for all siblings that differ only in the
+                        # context they assume after `terminal`: it lands in one.
+                        last_parent, last_terminal = parent, terminal
+                        before = stack
+                        if parent:
+                            hit = apply_memo.get(stack_key | parent)
+                            before, f = hit if hit is not None else self.apply(stack, parent)
+                            if f < floor:
+                                floor = f
+                        stepped = -1
+                        if before >= 0:
+                            hit = feed_memo.get(before * num_symbols + terminal)
+                            stepped, f = hit if hit is not None else self.feed(before, terminal)
+                            if f < floor:
+                                floor = f
+                        if stepped >= 0:
+                            landing = context_of_state[stack_state[stepped]]
+                    wanted = seq_context[seq]
+                    if stepped < 0 or not (
+                        wanted == landing
+                        or (
+                            wanted >= num_contexts
+                            and landing in context_sets[wanted - num_contexts]
+                        )
+                    ):
+                        run = run_skip[run]  # this sequence and every extension of it
+                        continue
+                    after = stepped
+            xset = run_xset[run]
+            if xset_free[xset]:
+                valid.append(run)
+            else:
+                hit = xset_memo.get(after << 32 | xset)
+                ok, f = hit if hit is not None else self.xset_ok(after, xset)
+                if f < floor:
+                    floor = f
+                if ok:
+                    valid.append(run)
+            run += 1
+        return valid, floor
+
+    def _compute_row(self, stack: int, state: int) -> tuple[npt.NDArray[np.int32], int]:
+        # Cost: one memoized parser step per distinct (sequence before the last terminal,
+        # last terminal) of `state`'s runs the stack does not reject earlier, one exit-set
+        # check per surviving run, then one OR over the valid runs' rows and token lists
+        # (cached by the runs). Runs once per cache miss.
+        valid, floor = self._valid_runs(stack, state)
         union = self._union(tuple(valid))
         extra: list[npt.NDArray[np.int32]] = []  # bits beyond the union
         kill = self._state_kill[state]
@@ -798,9 +871,14 @@ def _action_dicts(action: npt.NDArray[np.integer]) -> list[dict[int, int]]:
 
 @dataclass(frozen=True, slots=True)
 class _Runs:
-    """The groups of every origin sorted by (first terminal, sequence, exit set), cut into
-    runs sharing all three and the runs into blocks sharing the first terminal: a plan is
-    a few slices of these, whatever the number of groups."""
+    """The groups of every origin sorted by (sequence in path order, exit set), cut into
+    runs sharing both: a row's plan is a slice of these, whatever the number of groups.
+
+    Path order lists a sequence right before its extensions, siblings by (terminal,
+    context): the runs of a sequence the stack rejects and of all its extensions are one
+    stretch, skipped in one step, and siblings that differ only in the lexer context
+    assumed after their last terminal are neighbours, decided by one parser step.
+    """
 
     groups: npt.NDArray[np.int32]
     """int32[E]: the entries' groups, sorted per origin."""
@@ -809,32 +887,21 @@ class _Runs:
     seq: npt.NDArray[np.int32]
     xset: npt.NDArray[np.int32]
     """int32[R]: the sequence and exit set of each run."""
-    block_start: npt.NDArray[np.int64]
-    """int64[B+1]: the runs of block b are block_start[b]:block_start[b+1]."""
-    block_first: npt.NDArray[np.int64]
-    """int64[B]: the one-terminal sequence every run of a block starts with (0: empty)."""
-    origin_block: npt.NDArray[np.int64]
-    """int64[L+1]: the blocks of origin o are origin_block[o]:origin_block[o+1]."""
+    skip: npt.NDArray[np.int64]
+    """int64[R]: the first run after r whose sequence does not extend (or equal) r's."""
+    origin_run: npt.NDArray[np.int64]
+    """int64[L+1]: the runs of origin o are origin_run[o]:origin_run[o+1]."""
 
 
 def _entry_runs(index: GrammarIndex) -> _Runs:
-    """The `_Runs` of an index, in numpy (about 3 ms per 100k entries)."""
-    # One pass over the sequences per terminal of the longest: the one-terminal prefix.
-    parent = index.seq_parent.astype(np.int64)
-    seq_first = np.arange(parent.shape[0], dtype=np.int64)
-    while True:
-        up = parent[seq_first]
-        step = (seq_first > 0) & (up > 0)
-        if not step.any():
-            break
-        seq_first = np.where(step, up, seq_first)
-    # Rank groups by (first, seq, exit set, id), then sort each origin's entries by rank
-    # with one stable sort of (origin, rank): entries already list an origin's groups
-    # mostly in that order.
+    """The `_Runs` of an index, in numpy (a few ms per 100k entries)."""
+    rank, end = _sequence_preorder(index.seq_parent, index.seq_terminal, index.seq_context)
+    # Rank groups by (sequence, exit set, id), then sort each origin's entries by rank
+    # with one stable sort of (origin, rank).
     group_seq, group_xset = index.group_seq, index.group_xset
     num_groups = group_seq.shape[0]
     group_rank = np.empty(num_groups, dtype=np.int64)
-    group_rank[np.lexsort((group_xset, group_seq, seq_first[group_seq]))] = np.arange(num_groups)
+    group_rank[np.lexsort((group_xset, rank[group_seq]))] = np.arange(num_groups)
     starts = index.origin_entry_start
     entry_origin = np.repeat(np.arange(starts.shape[0] - 1, dtype=np.int64), np.diff(starts))
     entry_key = entry_origin * max(num_groups, 1) + group_rank[index.entry_group]
@@ -845,18 +912,55 @@ def _entry_runs(index: GrammarIndex) -> _Runs:
         _changes(entry_origin) | _changes(group_seq[groups]) | _changes(group_xset[groups])
     )
     heads = groups[run_start]
-    seq = index.group_seq[heads]
-    first = seq_first[seq]
-    block_start = np.flatnonzero(_changes(entry_origin[run_start]) | _changes(first))
+    seq = group_seq[heads]
+    # Runs are sorted by (origin, rank of their sequence): the subtree of a sequence ends
+    # at the first run of its origin ranked at or past its subtree's end.
+    num_seqs = max(int(rank.shape[0]), 1)
+    origin = entry_origin[run_start]
+    run_key = origin * num_seqs + rank[seq]
+    skip = np.searchsorted(run_key, origin * num_seqs + end[seq], side="left")
     return _Runs(
         groups=groups,
         start=np.append(run_start, groups.shape[0]).astype(np.int64),
         seq=seq,
-        xset=index.group_xset[heads],
-        block_start=np.append(block_start, run_start.shape[0]).astype(np.int64),
-        block_first=first[block_start],
-        origin_block=np.searchsorted(run_start[block_start], starts).astype(np.int64),
+        xset=group_xset[heads],
+        skip=skip.astype(np.int64),
+        origin_run=np.searchsorted(run_start, starts).astype(np.int64),
     )
+
+
+def _sequence_preorder(
+    parent: npt.NDArray[np.integer],
+    terminal: npt.NDArray[np.integer],
+    context: npt.NDArray[np.integer],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """(rank, end): each sequence's place in path order (a prefix first, then its
+    extensions, siblings by (terminal, context)); the extensions of s hold the ranks
+    rank[s] + 1 up to end[s] - 1. A sequence's parent has a smaller id."""
+    parent = parent.astype(np.int64)
+    count = parent.shape[0]
+    label = terminal.astype(np.int64) * (int(context.max(initial=0)) + 1) + context + 1
+    label[:1] = 0
+    depth = np.zeros(count, dtype=np.int64)
+    up = np.arange(count, dtype=np.int64)
+    while (up > 0).any():
+        depth += up > 0
+        up = np.where(up > 0, parent[np.maximum(up, 0)], 0)
+    longest = int(depth.max(initial=0))
+    # Column k: the label of each sequence's ancestor at depth k (0 past its own depth).
+    columns = []
+    ancestor = np.arange(count, dtype=np.int64)
+    for level in range(longest, 0, -1):
+        deep = depth >= level
+        columns.append(np.where(deep, label[ancestor], 0))
+        ancestor = np.where(deep, parent[ancestor], ancestor)
+    rank = np.empty(count, dtype=np.int64)
+    rank[np.lexsort(columns) if columns else np.arange(count)] = np.arange(count)
+    end = rank + 1
+    for level in range(longest, 0, -1):
+        at = np.flatnonzero(depth == level)
+        np.maximum.at(end, parent[at], end[at])
+    return rank, end
 
 
 def _changes(values: npt.NDArray[np.integer]) -> npt.NDArray[np.bool_]:
