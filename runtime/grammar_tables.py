@@ -176,6 +176,11 @@ class GrammarTables:
         self._context_start = int_column(lexer.context_start)
         # Byte classes of the lexer, for jump-forward: one byte walks for all of its class.
         self._class_of_byte: list[int] = lexer.class_of_byte.tolist()
+        # The lexer's moves and item starts by state * classes + class, read an item at a
+        # time through memoryviews of the index's own arrays (no copy).
+        self._num_classes = int(lexer.transitions.shape[1])
+        self._moves = np.ascontiguousarray(lexer.transitions, dtype=np.int32).reshape(-1).data
+        self._move_starts = np.ascontiguousarray(lexer.char_start, dtype=np.uint8).reshape(-1).data
         num_classes = int(lexer.transitions.shape[1])
         self._class_size, self._class_byte = byte_classes(lexer.class_of_byte, num_classes)
         # Widest classes first: inside a string one wide class tells that nothing is forced.
@@ -719,6 +724,10 @@ class GrammarTables:
         return hit
 
     def _walk(self, state: int, cid: int, data: bytes) -> tuple[Outcome, ...]:
+        if not cid:
+            inside = self._walk_inside(state, data)
+            if inside is not None:
+                return inside
         found = walk_bytes(
             self.lexer,
             self._next_contexts,
@@ -734,6 +743,25 @@ class GrammarTables:
                 seq = self._sequences.extend(seq, terminal, ctx)
             out.append((seq, end, self._constraints.intern(cons), grown, fresh))
         return tuple(out)
+
+    def _walk_inside(self, state: int, data: bytes) -> tuple[Outcome, ...] | None:
+        """`walk_bytes` for bytes that cannot cut the lexeme (no constraint open): one
+        reading, or none. None where some byte could end the lexeme, which only the full
+        walk follows. Most tokens a first walk meets stay inside one lexeme, and this reads
+        the lexer's tables a byte at a time instead of tracking sets of readings."""
+        moves, starts, label = self._moves, self._move_starts, self._label
+        class_of_byte, num_classes = self._class_of_byte, self._num_classes
+        grown = 0
+        for byte in data:
+            move = state * num_classes + class_of_byte[byte]
+            nxt = moves[move]
+            if label[state] >= 0 and (nxt < 0 or label[nxt] < 0):
+                return None  # the lexeme may be cut before this byte
+            if nxt < 0:
+                return ()
+            grown += starts[move]
+            state = nxt
+        return ((0, state, 0, grown, -1),)
 
     def advance(self, configs: tuple[Config, ...], token: int) -> tuple[Config, ...]:
         """The configurations after a text token; empty if no reading survives."""
