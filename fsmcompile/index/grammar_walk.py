@@ -842,23 +842,30 @@ def tokens_reaching_labels(
 def lexeme_key(lexer: LexerAutomaton, state: int) -> bytes:
     """A digest of all that `items_grown` reads from `state`: the moves by raw byte and the
     item starts of the states it reaches, numbered in the order a search by byte value
-    meets them, so equal lexemes of different grammars (and byte classes) share one key."""
+    meets them, so equal lexemes of different grammars (and byte classes) share one key.
+
+    The search reads each state's row of byte classes, the classes in the order of their
+    smallest byte (a class first meets a target at its smallest byte); only the digested
+    table is spelled out by raw byte.
+    """
     full = lexer.class_of_byte
+    classes = np.unique(full, return_index=True)[1]  # each class's smallest byte
+    by_first_byte = full[np.sort(classes)].tolist()
+    transitions = lexer.transitions
     order = [state]
     number = {state: 0}
-    rows = []
     for s in order:
-        row = lexer.transitions[s, full]
-        targets, first = np.unique(row, return_index=True)
-        for t in targets[np.argsort(first)].tolist():
+        row = transitions[s].tolist()
+        for cls in by_first_byte:
+            t = row[cls]
             if t >= 0 and t not in number:
                 number[t] = len(order)
                 order.append(t)
-        rows.append(row)
+    reached = np.asarray(order)
     lookup = np.full(lexer.num_states + 1, -1, dtype=np.int32)
-    lookup[order] = np.arange(len(order), dtype=np.int32)
-    table = lookup[np.stack(rows)]  # -1 maps through lookup[-1] == -1
-    starts = lexer.char_start[np.asarray(order)][:, full]
+    lookup[reached] = np.arange(len(order), dtype=np.int32)
+    table = lookup[transitions[reached][:, full]]  # -1 maps through lookup[-1] == -1
+    starts = lexer.char_start[reached][:, full]
     return hashlib.blake2b(table.tobytes() + np.packbits(starts).tobytes()).digest()
 
 
