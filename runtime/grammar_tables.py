@@ -158,7 +158,8 @@ class GrammarTables:
         self._run_xset = int_column(runs.xset)
         self._run_skip = int_column(runs.skip)
         self._run_start = int_column(runs.start)
-        self._run_groups = runs.groups
+        self._run_group_column = int_column(runs.groups)
+        self._run_groups = np.frombuffer(self._run_group_column, dtype=np.int64)  # same items
         self._group_dense = index.group_dense
         self._group_dense_column = int_column(index.group_dense)
         self._group_token_start = index.group_token_start.astype(np.int64)
@@ -169,19 +170,17 @@ class GrammarTables:
         self._group_bits = (np.uint32(1) << (index.group_tokens & 31).astype(np.uint32)).view(
             np.int32
         )
-        self._run_group_column = int_column(runs.groups)
         self._masks = index.masks
         self._state_kill = int_column(index.state_kill)
         self._kill_masks = index.kill_masks
         self._context_start = int_column(lexer.context_start)
-        # Byte classes of the lexer, for jump-forward: one byte walks for all of its class.
-        self._class_of_byte: list[int] = lexer.class_of_byte.tolist()
         # The lexer's moves and item starts by state * classes + class, read an item at a
         # time through memoryviews of the index's own arrays (no copy).
-        self._num_classes = int(lexer.transitions.shape[1])
-        self._moves = np.ascontiguousarray(lexer.transitions, dtype=np.int32).reshape(-1).data
-        self._move_starts = np.ascontiguousarray(lexer.char_start, dtype=np.uint8).reshape(-1).data
-        num_classes = int(lexer.transitions.shape[1])
+        self._class_of_byte: list[int] = lexer.class_of_byte.tolist()
+        num_classes = self._num_classes = int(lexer.transitions.shape[1])
+        self._moves = np.ascontiguousarray(lexer.transitions).reshape(-1).data
+        self._move_starts = np.ascontiguousarray(lexer.char_start).view(np.uint8).reshape(-1).data
+        # Byte classes of the lexer, for jump-forward: one byte walks for all of its class.
         self._class_size, self._class_byte = byte_classes(lexer.class_of_byte, num_classes)
         # Widest classes first: inside a string one wide class tells that nothing is forced.
         self._classes_by_size = sorted(range(num_classes), key=lambda c: -self._class_size[c])

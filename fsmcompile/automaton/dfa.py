@@ -63,3 +63,11 @@ def dfa_key(dfa: ByteDFA) -> bytes:
         h.update(f"{array.dtype.str}{array.shape}".encode())
         h.update(np.ascontiguousarray(array).tobytes())
     return h.digest()
+
+
+def classes_by_first_byte(class_of_byte: npt.NDArray[np.integer]) -> npt.NDArray[np.int64]:
+    """The byte classes in the order of their smallest byte: reading a state's row of
+    classes in this order meets each target first where a search by byte value would,
+    so canonical numberings need no row by raw byte. Every class must own a byte."""
+    _, first_byte = np.unique(class_of_byte, return_index=True)
+    return np.argsort(first_byte, kind="stable")

@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from fsmcompile.automaton.dfa import ByteDFA
+from fsmcompile.automaton.dfa import ByteDFA, classes_by_first_byte
 from fsmcompile.automaton.fragment import sorted_unique
 from fsmcompile.errors import BudgetExceededError
 from fsmcompile.index.grammar_lexer import LexerAutomaton, LexerShapes
@@ -849,8 +849,7 @@ def lexeme_key(lexer: LexerAutomaton, state: int) -> bytes:
     table is spelled out by raw byte.
     """
     full = lexer.class_of_byte
-    classes = np.unique(full, return_index=True)[1]  # each class's smallest byte
-    by_first_byte = full[np.sort(classes)].tolist()
+    by_first_byte = classes_by_first_byte(full).tolist()
     transitions = lexer.transitions
     order = [state]
     number = {state: 0}

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from fsmcompile.automaton.dfa import ByteDFA
+from fsmcompile.automaton.dfa import ByteDFA, classes_by_first_byte
 from fsmcompile.automaton.fragment import distinct_targets
 from fsmcompile.index.role_functions import RoleWalk, walk_role_functions
 from fsmcompile.index.walk import SinkEvents
@@ -158,8 +158,7 @@ def find_regions(
     if not anchors:
         return []
     targets_of = distinct_targets(trans)
-    first_byte = np.unique(dfa.class_of_byte, return_index=True)[1]
-    by_first_byte = trans[:, np.argsort(first_byte)]
+    by_first_byte = trans[:, classes_by_first_byte(dfa.class_of_byte)]
     members: list[list[int]] = []
     for anchor in anchors:
         satellites = _satellites(anchor, targets_of, loop_count, by_first_byte, barred)
