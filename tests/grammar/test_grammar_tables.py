@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from fsmcompile.compiler import compile_json_schema
 from fsmcompile.index.grammar_walk import walk_bytes
-from fsmcompile.runtime.grammar_tables import GrammarTables, _sequence_preorder
+from fsmcompile.runtime.grammar_parser import sequence_preorder
+from fsmcompile.runtime.grammar_tables import GrammarTables
 
 
 @st.composite
@@ -45,9 +46,9 @@ def _path(seq: int, parent: list[int], terminal: list[int], context: list[int]) 
 
 @settings(max_examples=200, deadline=None)
 @given(sequence_tables())
-def test_sequence_preorder_puts_each_sequence_before_exactly_its_extensions(table):
+def testsequence_preorder_puts_each_sequence_before_exactly_its_extensions(table):
     parent, terminal, context = table
-    rank, end = _sequence_preorder(
+    rank, end = sequence_preorder(
         np.array(parent, dtype=np.int32),
         np.array(terminal, dtype=np.int32),
         np.array(context, dtype=np.int32),

@@ -1,0 +1,829 @@
+/* The LALR parser of a grammar index's runtime tables, and the mask rows' checks and
+ * unions, in C.
+ *
+ * A first walk meets a new (parser stack, lexer state) pair at about 40% of its tokens;
+ * each needs tens of parser steps and an OR of ~25 token groups. In Python that was
+ * 20-70 us a row, most of a first walk's cost; here it is a few microseconds.
+ *
+ * Same model as the Python it replaces (see grammar_tables.py): stacks are interned nodes
+ * (a stack is a node id whose parent is the stack below), every answer is memoized per
+ * (stack, question) with the shallowest stack depth it read (the "floor"), and a row's
+ * plan is the lexer state's runs of token groups in path order.
+ *
+ * Only the Python C API is used (no numpy headers): arrays come in through the buffer
+ * protocol and are held for the parser's life; the sequence columns, which the Python
+ * side appends to, are read through fresh buffers at each call that needs them.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+/* ---- an int64 -> int64 hash map (open addressing; keys are >= 0) ---------------------- */
+
+typedef struct {
+    int64_t *keys; /* key + 1; 0 marks an empty slot */
+    int64_t *vals;
+    size_t mask;
+    size_t len;
+} Map;
+
+static int map_init(Map *m, size_t cap) {
+    m->keys = PyMem_Calloc(cap, sizeof(int64_t));
+    m->vals = PyMem_Malloc(cap * sizeof(int64_t));
+    m->mask = cap - 1;
+    m->len = 0;
+    return (m->keys && m->vals) ? 0 : -1;
+}
+
+static void map_free(Map *m) {
+    PyMem_Free(m->keys);
+    PyMem_Free(m->vals);
+    m->keys = m->vals = NULL;
+}
+
+static inline size_t map_slot(const Map *m, int64_t key) {
+    uint64_t h = (uint64_t)key * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h ^ (h >> 29)) & m->mask;
+}
+
+static inline int map_get(const Map *m, int64_t key, int64_t *val) {
+    size_t i = map_slot(m, key);
+    for (;;) {
+        int64_t k = m->keys[i];
+        if (k == 0) return 0;
+        if (k == key + 1) {
+            *val = m->vals[i];
+            return 1;
+        }
+        i = (i + 1) & m->mask;
+    }
+}
+
+static int map_put(Map *m, int64_t key, int64_t val);
+
+static int map_grow(Map *m) {
+    Map old = *m;
+    if (map_init(m, (old.mask + 1) * 2) < 0) {
+        map_free(m);
+        *m = old;
+        return -1;
+    }
+    for (size_t i = 0; i <= old.mask; i++) {
+        if (old.keys[i]) map_put(m, old.keys[i] - 1, old.vals[i]);
+    }
+    map_free(&old);
+    return 0;
+}
+
+/* Insert or overwrite; -1 when out of memory. */
+static int map_put(Map *m, int64_t key, int64_t val) {
+    if ((m->len + 1) * 2 > m->mask + 1 && map_grow(m) < 0) return -1;
+    size_t i = map_slot(m, key);
+    for (;;) {
+        int64_t k = m->keys[i];
+        if (k == 0) {
+            m->keys[i] = key + 1;
+            m->vals[i] = val;
+            m->len++;
+            return 0;
+        }
+        if (k == key + 1) {
+            m->vals[i] = val;
+            return 0;
+        }
+        i = (i + 1) & m->mask;
+    }
+}
+
+/* ---- growable int32 columns ---------------------------------------------------------- */
+
+typedef struct {
+    int32_t *items;
+    size_t len;
+    size_t cap;
+} Column;
+
+static int column_push(Column *c, int32_t value) {
+    if (c->len == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 1024;
+        int32_t *items = PyMem_Realloc(c->items, cap * sizeof(int32_t));
+        if (!items) return -1;
+        c->items = items;
+        c->cap = cap;
+    }
+    c->items[c->len++] = value;
+    return 0;
+}
+
+/* ---- the parser object ---------------------------------------------------------------- */
+
+/* Arrays held for the parser's life, in the order the constructor takes them. */
+enum {
+    B_ACTION,           /* int32[S * num_symbols]: 0 error, s + 1 shift to s, -r - 1 reduce r */
+    B_GOTO,             /* int32[S * num_nonterminals]: target state or -1 */
+    B_RULE_LHS,         /* int32[rules] */
+    B_RULE_LEN,         /* int32[rules] */
+    B_CONTEXT_OF_STATE, /* int32[S]: the lexer context after the parser reaches a state */
+    B_CTXSET_START,     /* int64[sets + 1] */
+    B_CTXSET_CONTEXT,   /* int32[...]: the contexts of each context-set id from K on */
+    B_IGNORED,          /* uint8[T] */
+    B_DEAD,             /* uint8[K]: contexts where no lexeme can start */
+    B_XSET_FREE,        /* uint8[X]: exit sets that always hold */
+    B_XSET_START,       /* int64[X + 1]: the (terminal, contexts) pairs of each exit set */
+    B_PAIR_TERMINAL,    /* int32[P] */
+    B_PAIR_CTX_START,   /* int64[P + 1]: contexts of a pair; -1 at pair_any */
+    B_PAIR_ANY,         /* uint8[P]: any context may follow */
+    B_PAIR_CONTEXT,     /* int32[...] */
+    B_ORIGIN_RUN,       /* int64[L + 1]: the runs of lexer state q */
+    B_RUN_SEQ,          /* int64[R] */
+    B_RUN_XSET,         /* int64[R] */
+    B_RUN_SKIP,         /* int64[R]: the first run past r's sequence and its extensions */
+    B_RUN_START,        /* int64[R + 1]: the groups of run r */
+    B_RUN_GROUPS,       /* int32[E] */
+    B_GROUP_DENSE,      /* int32[G]: the dense row of a group, or -1 for a token list */
+    B_GROUP_TOKEN_START,/* int64[G + 1] */
+    B_GROUP_TOKENS,     /* int32[...] */
+    B_MASKS,            /* int32[D * W]: dense rows */
+    B_LABEL,            /* int32[L]: the terminal a lexer state completes, or -1 */
+    NUM_BUFFERS
+};
+
+static const int buffer_itemsize[NUM_BUFFERS] = {
+    4, 4, 4, 4, 4, 8, 4, 1, 1, 1, 8, 4, 8, 1, 4, 8, 8, 8, 8, 8, 4, 4, 8, 4, 4, 4,
+};
+
+typedef struct {
+    PyObject_HEAD
+    Py_buffer buffers[NUM_BUFFERS];
+    int held;
+    PyObject *seq_columns[3]; /* array('q') parent, terminal, context: appended by Python */
+    int32_t num_symbols, end_symbol, num_nonterminals, end_state, num_contexts, num_words;
+    int32_t num_states, num_masks, num_lexer_states;
+    Py_ssize_t num_groups, num_runs, num_xsets, num_terminals;
+    Column parent, state, depth;
+    Map stack_ids, feed_memo, apply_memo, xset_memo, end_memo;
+    /* The sequence columns of the call in progress. */
+    const int64_t *seq_parent, *seq_terminal, *seq_context;
+    Py_ssize_t num_seqs;
+    Column valid;
+    uint32_t *dense_stamp;
+    uint32_t stamp;
+    Column dense;      /* the distinct dense rows of the union in progress */
+    Map combo_ids;     /* hash of a sorted list of >= 2 dense rows -> combo */
+    Column combo_list; /* per combo: its length, then its dense rows */
+    Column combo_at;   /* per combo: where its list starts in combo_list */
+    uint32_t *combo_rows; /* per combo: the OR of its dense rows, W words */
+    size_t num_combos, combo_capacity;
+    int failed;
+} Parser;
+
+/* Dense-row combinations kept per parser: unions of different token lists often OR the
+ * same 20-odd dense rows (a JSON string's content), 16 KB each at 128k tokens. */
+#define MAX_COMBOS 2048
+
+#define A(self, i, type) ((const type *)(self)->buffers[i].buf)
+
+static inline int64_t pack(int32_t result, int32_t floor) {
+    return ((int64_t)(result + 1) << 32) | (uint32_t)floor;
+}
+static inline int32_t unpack_result(int64_t v) { return (int32_t)(v >> 32) - 1; }
+static inline int32_t unpack_floor(int64_t v) { return (int32_t)(v & 0xffffffff); }
+static inline int32_t min32(int32_t a, int32_t b) { return a < b ? a : b; }
+
+static int32_t push(Parser *self, int32_t stack, int32_t state) {
+    int64_t key = (int64_t)stack * self->num_states + state;
+    int64_t found;
+    if (map_get(&self->stack_ids, key, &found)) return (int32_t)found;
+    int32_t id = (int32_t)self->state.len;
+    if (column_push(&self->parent, stack) < 0 || column_push(&self->state, state) < 0 ||
+        column_push(&self->depth, self->depth.items[stack] + 1) < 0 ||
+        map_put(&self->stack_ids, key, id) < 0) {
+        self->failed = 1;
+        return -1;
+    }
+    return id;
+}
+
+/* One reduction: pop the rule's symbols, then goto its left-hand side. */
+static int32_t reduce(Parser *self, int32_t sid, int32_t rule, int32_t *floor) {
+    const int32_t *parent = self->parent.items;
+    for (int32_t n = A(self, B_RULE_LEN, int32_t)[rule]; n > 0; n--) sid = parent[sid];
+    *floor = min32(*floor, self->depth.items[sid]);
+    int32_t target = A(self, B_GOTO, int32_t)[(int64_t)self->state.items[sid] * self->num_nonterminals +
+                                               A(self, B_RULE_LHS, int32_t)[rule]];
+    if (target < 0) return -1;
+    return push(self, sid, target);
+}
+
+static int64_t feed(Parser *self, int32_t stack, int32_t terminal) {
+    int64_t key = (int64_t)stack * self->num_symbols + terminal;
+    int64_t hit;
+    if (map_get(&self->feed_memo, key, &hit)) return hit;
+    const int32_t *action = A(self, B_ACTION, int32_t);
+    int32_t sid = stack, floor = self->depth.items[stack], result = -1;
+    for (;;) {
+        int32_t act = action[(int64_t)self->state.items[sid] * self->num_symbols + terminal];
+        if (act == 0) break;
+        if (act > 0) {
+            result = push(self, sid, act - 1);
+            break;
+        }
+        sid = reduce(self, sid, -act - 1, &floor);
+        if (sid < 0) break;
+    }
+    int64_t out = pack(result, floor);
+    if (map_put(&self->feed_memo, key, out) < 0) self->failed = 1;
+    return out;
+}
+
+static int64_t accepts_end(Parser *self, int32_t stack) {
+    int64_t hit;
+    if (map_get(&self->end_memo, stack, &hit)) return hit;
+    const int32_t *action = A(self, B_ACTION, int32_t);
+    int32_t sid = stack, floor = self->depth.items[stack], ok = 0;
+    for (;;) {
+        int32_t act = action[(int64_t)self->state.items[sid] * self->num_symbols + self->end_symbol];
+        if (act >= 0) break; /* error, or a shift of $END (lark never builds one) */
+        sid = reduce(self, sid, -act - 1, &floor);
+        if (sid < 0) break;
+        if (self->state.items[sid] == self->end_state) {
+            ok = 1;
+            break;
+        }
+    }
+    int64_t out = pack(ok, floor);
+    if (map_put(&self->end_memo, stack, out) < 0) self->failed = 1;
+    return out;
+}
+
+static inline int in_sorted(const int32_t *items, int64_t lo, int64_t hi, int32_t value) {
+    for (int64_t i = lo; i < hi; i++) {
+        if (items[i] == value) return 1;
+    }
+    return 0;
+}
+
+/* Whether the parser landing in context `landing` is what sequence context `wanted` assumed
+ * (one context, or past K a set of them). */
+static inline int context_matches(Parser *self, int32_t landing, int64_t wanted) {
+    if (wanted == landing) return 1;
+    if (wanted < self->num_contexts) return 0;
+    const int64_t *start = A(self, B_CTXSET_START, int64_t);
+    int64_t set = wanted - self->num_contexts;
+    return in_sorted(A(self, B_CTXSET_CONTEXT, int32_t), start[set], start[set + 1], landing);
+}
+
+static int64_t apply(Parser *self, int32_t stack, int64_t seq) {
+    if (seq == 0) return pack(stack, self->depth.items[stack]);
+    int64_t key = ((int64_t)stack << 32) | seq;
+    int64_t hit;
+    if (map_get(&self->apply_memo, key, &hit)) return hit;
+    int64_t before = apply(self, stack, self->seq_parent[seq]);
+    int32_t floor = unpack_floor(before), result = -1;
+    if (unpack_result(before) >= 0) {
+        int64_t after = feed(self, unpack_result(before), (int32_t)self->seq_terminal[seq]);
+        floor = min32(floor, unpack_floor(after));
+        int32_t sid = unpack_result(after);
+        if (sid >= 0) {
+            int32_t landing = A(self, B_CONTEXT_OF_STATE, int32_t)[self->state.items[sid]];
+            if (context_matches(self, landing, self->seq_context[seq])) result = sid;
+        }
+    }
+    int64_t out = pack(result, floor);
+    if (map_put(&self->apply_memo, key, out) < 0) self->failed = 1;
+    return out;
+}
+
+static int64_t xset_ok(Parser *self, int32_t stack, int64_t xset) {
+    if (A(self, B_XSET_FREE, uint8_t)[xset]) return pack(1, self->depth.items[stack]);
+    int64_t key = ((int64_t)stack << 32) | xset;
+    int64_t hit;
+    if (map_get(&self->xset_memo, key, &hit)) return hit;
+    const int64_t *xstart = A(self, B_XSET_START, int64_t);
+    const int32_t *pair_terminal = A(self, B_PAIR_TERMINAL, int32_t);
+    const int64_t *ctx_start = A(self, B_PAIR_CTX_START, int64_t);
+    const uint8_t *pair_any = A(self, B_PAIR_ANY, uint8_t);
+    const int32_t *pair_context = A(self, B_PAIR_CONTEXT, int32_t);
+    const uint8_t *ignored = A(self, B_IGNORED, uint8_t);
+    const uint8_t *dead = A(self, B_DEAD, uint8_t);
+    const int32_t *context_of_state = A(self, B_CONTEXT_OF_STATE, int32_t);
+    int32_t floor = self->depth.items[stack], ok = 0;
+    for (int64_t p = xstart[xset]; p < xstart[xset + 1] && !ok; p++) {
+        int32_t terminal = pair_terminal[p], after = stack;
+        if (!ignored[terminal]) {
+            int64_t fed = feed(self, stack, terminal);
+            floor = min32(floor, unpack_floor(fed));
+            after = unpack_result(fed);
+            if (after < 0) continue;
+        }
+        int32_t landing = context_of_state[self->state.items[after]];
+        if (pair_any[p] ? !dead[landing]
+                        : in_sorted(pair_context, ctx_start[p], ctx_start[p + 1], landing)) {
+            ok = 1;
+            break;
+        }
+        int64_t ended = accepts_end(self, after);
+        floor = min32(floor, unpack_floor(ended));
+        ok = unpack_result(ended) == 1;
+    }
+    int64_t out = pack(ok, floor);
+    if (map_put(&self->xset_memo, key, out) < 0) self->failed = 1;
+    return out;
+}
+
+/* Whether EOS may follow: the pending lexeme at lexer `state` is complete and `$END`
+ * parses after its terminal. */
+static int64_t config_accepts_end(Parser *self, int32_t stack, int32_t state) {
+    int32_t label = A(self, B_LABEL, int32_t)[state];
+    if (label < 0) return pack(0, self->depth.items[stack]);
+    if (A(self, B_IGNORED, uint8_t)[label]) return accepts_end(self, stack);
+    int64_t fed = feed(self, stack, label);
+    if (unpack_result(fed) < 0) return pack(0, unpack_floor(fed));
+    int64_t ended = accepts_end(self, unpack_result(fed));
+    return pack(unpack_result(ended), min32(unpack_floor(fed), unpack_floor(ended)));
+}
+
+/* The runs of lexer `state` whose sequence and exit set `stack` accepts, into
+ * self->valid; returns the floor. Runs come in path order: a rejected sequence skips its
+ * extensions in one step, and siblings differing only in the context assumed after their
+ * last terminal share one parser step. */
+static int32_t valid_runs(Parser *self, int32_t stack, int32_t state) {
+    const int64_t *origin_run = A(self, B_ORIGIN_RUN, int64_t);
+    const int64_t *run_seq = A(self, B_RUN_SEQ, int64_t);
+    const int64_t *run_xset = A(self, B_RUN_XSET, int64_t);
+    const int64_t *run_skip = A(self, B_RUN_SKIP, int64_t);
+    const int32_t *context_of_state = A(self, B_CONTEXT_OF_STATE, int32_t);
+    int32_t floor = self->depth.items[stack];
+    int64_t last_seq = -1, last_parent = -1, last_terminal = -1;
+    int32_t after = -1, stepped = -1, landing = -1;
+    self->valid.len = 0;
+    int64_t run = origin_run[state], end = origin_run[state + 1];
+    while (run < end) {
+        int64_t seq = run_seq[run];
+        if (seq != last_seq) {
+            last_seq = seq;
+            if (seq == 0) {
+                after = stack;
+            } else {
+                int64_t parent = self->seq_parent[seq], terminal = self->seq_terminal[seq];
+                if (parent != last_parent || terminal != last_terminal) {
+                    last_parent = parent;
+                    last_terminal = terminal;
+                    int64_t before = apply(self, stack, parent);
+                    floor = min32(floor, unpack_floor(before));
+                    stepped = -1;
+                    if (unpack_result(before) >= 0) {
+                        int64_t fed = feed(self, unpack_result(before), (int32_t)terminal);
+                        floor = min32(floor, unpack_floor(fed));
+                        stepped = unpack_result(fed);
+                    }
+                    if (stepped >= 0) landing = context_of_state[self->state.items[stepped]];
+                }
+                if (stepped < 0 || !context_matches(self, landing, self->seq_context[seq])) {
+                    run = run_skip[run]; /* this sequence and every extension of it */
+                    continue;
+                }
+                after = stepped;
+            }
+        }
+        int64_t checked = xset_ok(self, after, run_xset[run]);
+        floor = min32(floor, unpack_floor(checked));
+        if (unpack_result(checked) == 1 && column_push(&self->valid, (int32_t)run) < 0) {
+            self->failed = 1;
+        }
+        run++;
+    }
+    return floor;
+}
+
+/* OR the dense rows `ids` (sorted, distinct, at least two) into `row`, through the
+ * combination cache. -1 when out of memory. */
+static int or_dense_combo(Parser *self, const int32_t *ids, size_t count, uint32_t *row) {
+    size_t words = (size_t)self->num_words;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < count; i++) h = (h ^ (uint32_t)ids[i]) * 1099511628211ull;
+    int64_t key = (int64_t)(h >> 1), combo;
+    for (; map_get(&self->combo_ids, key, &combo); key = (key + 1) & INT64_MAX) {
+        const int32_t *list = self->combo_list.items + self->combo_at.items[combo];
+        if ((size_t)list[0] == count && !memcmp(list + 1, ids, count * sizeof(int32_t))) {
+            const uint32_t *src = self->combo_rows + (size_t)combo * words;
+            for (size_t w = 0; w < words; w++) row[w] |= src[w];
+            return 0;
+        }
+    }
+    const uint32_t *masks = A(self, B_MASKS, uint32_t);
+    uint32_t *acc = row;
+    if (self->num_combos < MAX_COMBOS) {
+        if (self->num_combos == self->combo_capacity) {
+            size_t capacity = self->combo_capacity ? self->combo_capacity * 2 : 16;
+            uint32_t *rows = PyMem_Realloc(self->combo_rows, capacity * words * sizeof(uint32_t));
+            if (!rows) return -1;
+            self->combo_rows = rows;
+            self->combo_capacity = capacity;
+        }
+        acc = self->combo_rows + self->num_combos * words;
+        memcpy(acc, masks + (size_t)ids[0] * words, words * sizeof(uint32_t));
+        for (size_t i = 1; i < count; i++) {
+            const uint32_t *src = masks + (size_t)ids[i] * words;
+            for (size_t w = 0; w < words; w++) acc[w] |= src[w];
+        }
+        if (column_push(&self->combo_at, (int32_t)self->combo_list.len) < 0 ||
+            column_push(&self->combo_list, (int32_t)count) < 0)
+            return -1;
+        for (size_t i = 0; i < count; i++) {
+            if (column_push(&self->combo_list, ids[i]) < 0) return -1;
+        }
+        if (map_put(&self->combo_ids, key, (int64_t)self->num_combos) < 0) return -1;
+        self->num_combos++;
+        for (size_t w = 0; w < words; w++) row[w] |= acc[w];
+        return 0;
+    }
+    for (size_t i = 0; i < count; i++) {
+        const uint32_t *src = masks + (size_t)ids[i] * words;
+        for (size_t w = 0; w < words; w++) row[w] |= src[w];
+    }
+    return 0;
+}
+
+/* OR the groups of runs `run_ids` into `row`: their dense rows (once each), then their
+ * listed tokens. -1 when out of memory. */
+static int union_into(Parser *self, const int32_t *run_ids, Py_ssize_t num, uint32_t *row) {
+    const int64_t *run_start = A(self, B_RUN_START, int64_t);
+    const int32_t *run_groups = A(self, B_RUN_GROUPS, int32_t);
+    const int32_t *group_dense = A(self, B_GROUP_DENSE, int32_t);
+    const int64_t *token_start = A(self, B_GROUP_TOKEN_START, int64_t);
+    const int32_t *tokens = A(self, B_GROUP_TOKENS, int32_t);
+    if (++self->stamp == 0) { /* wrapped: no dense row counts as seen */
+        memset(self->dense_stamp, 0, sizeof(uint32_t) * (size_t)(self->num_masks + 1));
+        self->stamp = 1;
+    }
+    self->dense.len = 0;
+    for (Py_ssize_t i = 0; i < num; i++) {
+        int32_t r = run_ids[i];
+        for (int64_t e = run_start[r]; e < run_start[r + 1]; e++) {
+            int32_t group = run_groups[e];
+            int32_t dense = group_dense[group];
+            if (dense >= 0) {
+                if (self->dense_stamp[dense] == self->stamp) continue;
+                self->dense_stamp[dense] = self->stamp;
+                if (column_push(&self->dense, dense) < 0) return -1;
+            } else {
+                for (int64_t t = token_start[group]; t < token_start[group + 1]; t++) {
+                    int32_t token = tokens[t];
+                    row[token >> 5] |= 1u << (token & 31);
+                }
+            }
+        }
+    }
+    int32_t *ids = self->dense.items;
+    size_t count = self->dense.len;
+    if (count == 1) {
+        const uint32_t *src = A(self, B_MASKS, uint32_t) + (size_t)ids[0] * self->num_words;
+        for (Py_ssize_t w = 0; w < self->num_words; w++) row[w] |= src[w];
+    } else if (count > 1) {
+        for (size_t i = 1; i < count; i++) { /* insertion sort: a few tens at most */
+            int32_t v = ids[i];
+            size_t j = i;
+            for (; j > 0 && ids[j - 1] > v; j--) ids[j] = ids[j - 1];
+            ids[j] = v;
+        }
+        return or_dense_combo(self, ids, count, row);
+    }
+    return 0;
+}
+
+/* ---- Python glue ---------------------------------------------------------------------- */
+
+static int acquire_sequences(Parser *self, Py_buffer views[3]) {
+    for (int i = 0; i < 3; i++) {
+        if (PyObject_GetBuffer(self->seq_columns[i], &views[i], PyBUF_SIMPLE) < 0) {
+            while (--i >= 0) PyBuffer_Release(&views[i]);
+            return -1;
+        }
+    }
+    self->seq_parent = views[0].buf;
+    self->seq_terminal = views[1].buf;
+    self->seq_context = views[2].buf;
+    self->num_seqs = views[0].len / 8;
+    return 0;
+}
+
+static void release_sequences(Parser *self, Py_buffer views[3]) {
+    for (int i = 0; i < 3; i++) PyBuffer_Release(&views[i]);
+    self->seq_parent = self->seq_terminal = self->seq_context = NULL;
+}
+
+static int check_stack(Parser *self, long long stack) {
+    if (stack < 0 || (size_t)stack >= self->state.len) {
+        PyErr_Format(PyExc_IndexError, "no stack %lld", stack);
+        return -1;
+    }
+    return 0;
+}
+
+static int check_range(long long value, Py_ssize_t limit, const char *what) {
+    if (value < 0 || value >= limit) {
+        PyErr_Format(PyExc_IndexError, "no %s %lld", what, value);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *finish(Parser *self, int64_t packed, int as_bool) {
+    if (self->failed) {
+        self->failed = 0;
+        return PyErr_NoMemory();
+    }
+    int32_t result = unpack_result(packed);
+    PyObject *first = as_bool ? PyBool_FromLong(result) : PyLong_FromLong(result);
+    return Py_BuildValue("(Ni)", first, unpack_floor(packed));
+}
+
+static int two_ints(PyObject *const *args, Py_ssize_t nargs, long long *a, long long *b) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "expected two integers");
+        return -1;
+    }
+    *a = PyLong_AsLongLong(args[0]);
+    *b = PyLong_AsLongLong(args[1]);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+static PyObject *Parser_feed(Parser *self, PyObject *const *args, Py_ssize_t nargs) {
+    long long stack, terminal;
+    if (two_ints(args, nargs, &stack, &terminal) < 0 || check_stack(self, stack) < 0 ||
+        check_range(terminal, self->num_symbols, "symbol") < 0)
+        return NULL;
+    return finish(self, feed(self, (int32_t)stack, (int32_t)terminal), 0);
+}
+
+static PyObject *Parser_accepts_end(Parser *self, PyObject *arg) {
+    long long stack = PyLong_AsLongLong(arg);
+    if ((stack == -1 && PyErr_Occurred()) || check_stack(self, stack) < 0) return NULL;
+    return finish(self, accepts_end(self, (int32_t)stack), 1);
+}
+
+static PyObject *Parser_apply(Parser *self, PyObject *const *args, Py_ssize_t nargs) {
+    long long stack, seq;
+    Py_buffer views[3];
+    if (two_ints(args, nargs, &stack, &seq) < 0 || check_stack(self, stack) < 0 ||
+        acquire_sequences(self, views) < 0)
+        return NULL;
+    int64_t out = 0;
+    int bad = check_range(seq, self->num_seqs, "sequence");
+    if (!bad) out = apply(self, (int32_t)stack, seq);
+    release_sequences(self, views);
+    return bad ? NULL : finish(self, out, 0);
+}
+
+static PyObject *Parser_xset_ok(Parser *self, PyObject *const *args, Py_ssize_t nargs) {
+    long long stack, xset;
+    if (two_ints(args, nargs, &stack, &xset) < 0 || check_stack(self, stack) < 0 ||
+        check_range(xset, self->num_xsets, "exit set") < 0)
+        return NULL;
+    return finish(self, xset_ok(self, (int32_t)stack, xset), 1);
+}
+
+static PyObject *Parser_row_plan(Parser *self, PyObject *const *args, Py_ssize_t nargs) {
+    long long stack, state;
+    Py_buffer views[3];
+    if (two_ints(args, nargs, &stack, &state) < 0 || check_stack(self, stack) < 0 ||
+        check_range(state, self->num_lexer_states, "lexer state") < 0 ||
+        acquire_sequences(self, views) < 0)
+        return NULL;
+    int32_t floor = valid_runs(self, (int32_t)stack, (int32_t)state);
+    release_sequences(self, views);
+    int64_t eos = config_accepts_end(self, (int32_t)stack, (int32_t)state);
+    if (self->failed) {
+        self->failed = 0;
+        return PyErr_NoMemory();
+    }
+    PyObject *key = PyBytes_FromStringAndSize((const char *)self->valid.items,
+                                              (Py_ssize_t)(self->valid.len * sizeof(int32_t)));
+    if (!key) return NULL;
+    return Py_BuildValue("(NiN)", key, min32(floor, unpack_floor(eos)),
+                         PyBool_FromLong(unpack_result(eos)));
+}
+
+static PyObject *Parser_config_accepts_end(Parser *self, PyObject *const *args,
+                                           Py_ssize_t nargs) {
+    long long stack, state;
+    if (two_ints(args, nargs, &stack, &state) < 0 || check_stack(self, stack) < 0 ||
+        check_range(state, self->num_lexer_states, "lexer state") < 0)
+        return NULL;
+    return finish(self, config_accepts_end(self, (int32_t)stack, (int32_t)state), 1);
+}
+
+static PyObject *Parser_union(Parser *self, PyObject *arg) {
+    Py_buffer runs;
+    if (PyObject_GetBuffer(arg, &runs, PyBUF_SIMPLE) < 0) return NULL;
+    const int32_t *run_ids = runs.buf;
+    Py_ssize_t num = runs.len / 4;
+    for (Py_ssize_t i = 0; i < num; i++) {
+        if (runs.len % 4 || run_ids[i] < 0 || run_ids[i] >= self->num_runs) {
+            PyBuffer_Release(&runs);
+            return PyErr_Format(PyExc_ValueError, "union: expected run ids as int32 bytes");
+        }
+    }
+    Py_ssize_t size = (Py_ssize_t)self->num_words * 4;
+    PyObject *row = PyBytes_FromStringAndSize(NULL, size);
+    if (row) {
+        memset(PyBytes_AS_STRING(row), 0, (size_t)size);
+        if (union_into(self, run_ids, num, (uint32_t *)PyBytes_AS_STRING(row)) < 0) {
+            Py_CLEAR(row);
+            PyErr_NoMemory();
+        }
+    }
+    PyBuffer_Release(&runs);
+    return row;
+}
+
+static PyObject *Parser_state(Parser *self, PyObject *arg) {
+    long long stack = PyLong_AsLongLong(arg);
+    if ((stack == -1 && PyErr_Occurred()) || check_stack(self, stack) < 0) return NULL;
+    return PyLong_FromLong(self->state.items[stack]);
+}
+
+static PyObject *Parser_depth(Parser *self, PyObject *arg) {
+    long long stack = PyLong_AsLongLong(arg);
+    if ((stack == -1 && PyErr_Occurred()) || check_stack(self, stack) < 0) return NULL;
+    return PyLong_FromLong(self->depth.items[stack]);
+}
+
+static PyObject *Parser_suffix(Parser *self, PyObject *const *args, Py_ssize_t nargs) {
+    long long stack, length;
+    if (two_ints(args, nargs, &stack, &length) < 0 || check_stack(self, stack) < 0) return NULL;
+    if (length < 0 || length > self->depth.items[stack] + 1) {
+        return PyErr_Format(PyExc_ValueError, "stack %lld has no %lld states", stack, length);
+    }
+    PyObject *out = PyTuple_New((Py_ssize_t)length);
+    if (!out) return NULL;
+    int32_t sid = (int32_t)stack;
+    for (Py_ssize_t i = 0; i < length; i++) {
+        PyObject *item = PyLong_FromLong(self->state.items[sid]);
+        if (!item) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(out, i, item);
+        sid = self->parent.items[sid];
+    }
+    return out;
+}
+
+static PyObject *Parser_num_stacks(Parser *self, void *closure) {
+    (void)closure;
+    return PyLong_FromSize_t(self->state.len);
+}
+
+static void Parser_dealloc(Parser *self) {
+    for (int i = 0; i < self->held; i++) PyBuffer_Release(&self->buffers[i]);
+    for (int i = 0; i < 3; i++) Py_XDECREF(self->seq_columns[i]);
+    Column *columns[] = {&self->parent, &self->state,      &self->depth,   &self->valid,
+                         &self->dense,  &self->combo_list, &self->combo_at};
+    for (int i = 0; i < 7; i++) PyMem_Free(columns[i]->items);
+    Map *maps[] = {&self->stack_ids, &self->feed_memo, &self->apply_memo, &self->xset_memo,
+                   &self->end_memo,  &self->combo_ids};
+    for (int i = 0; i < 6; i++) map_free(maps[i]);
+    PyMem_Free(self->dense_stamp);
+    PyMem_Free(self->combo_rows);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static Py_ssize_t items(Parser *self, int i) {
+    return self->buffers[i].len / buffer_itemsize[i];
+}
+
+static PyObject *Parser_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    static const char *usage =
+        "Parser(buffers, seq_columns, num_symbols, num_nonterminals, start_state, end_state, "
+        "num_contexts, num_words)";
+    PyObject *buffers, *seq_columns;
+    int num_symbols, num_nonterminals, start_state, end_state, num_contexts, num_words;
+    if (kwargs && PyDict_GET_SIZE(kwargs)) {
+        PyErr_SetString(PyExc_TypeError, usage);
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "OOiiiiii", &buffers, &seq_columns, &num_symbols,
+                          &num_nonterminals, &start_state, &end_state, &num_contexts,
+                          &num_words))
+        return NULL;
+    if (!PyTuple_Check(buffers) || PyTuple_GET_SIZE(buffers) != NUM_BUFFERS ||
+        !PyTuple_Check(seq_columns) || PyTuple_GET_SIZE(seq_columns) != 3) {
+        PyErr_SetString(PyExc_TypeError, usage);
+        return NULL;
+    }
+    Parser *self = (Parser *)type->tp_alloc(type, 0);
+    if (!self) return NULL;
+    for (int i = 0; i < NUM_BUFFERS; i++) {
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(buffers, i), &self->buffers[i],
+                               PyBUF_C_CONTIGUOUS) < 0)
+            goto fail;
+        self->held = i + 1;
+        if (self->buffers[i].itemsize != buffer_itemsize[i]) {
+            PyErr_Format(PyExc_TypeError, "Parser buffer %d: expected items of %d bytes", i,
+                         buffer_itemsize[i]);
+            goto fail;
+        }
+    }
+    for (int i = 0; i < 3; i++) {
+        self->seq_columns[i] = Py_NewRef(PyTuple_GET_ITEM(seq_columns, i));
+    }
+    self->num_symbols = num_symbols;
+    self->end_symbol = num_symbols - 1;
+    self->num_nonterminals = num_nonterminals;
+    self->end_state = end_state;
+    self->num_contexts = num_contexts;
+    self->num_words = num_words;
+    self->num_states = (int32_t)items(self, B_CONTEXT_OF_STATE);
+    self->num_terminals = items(self, B_IGNORED);
+    self->num_xsets = items(self, B_XSET_FREE);
+    self->num_runs = items(self, B_RUN_SEQ);
+    self->num_groups = items(self, B_GROUP_DENSE);
+    self->num_lexer_states = (int32_t)(items(self, B_ORIGIN_RUN) - 1);
+    self->num_masks = num_words ? (int32_t)(items(self, B_MASKS) / num_words) : 0;
+    if (num_symbols < 1 || items(self, B_ACTION) != (Py_ssize_t)self->num_states * num_symbols ||
+        items(self, B_GOTO) != (Py_ssize_t)self->num_states * num_nonterminals ||
+        start_state < 0 || start_state >= self->num_states || self->num_lexer_states < 0 ||
+        items(self, B_RUN_START) != self->num_runs + 1 ||
+        items(self, B_GROUP_TOKEN_START) != self->num_groups + 1 ||
+        items(self, B_XSET_START) != self->num_xsets + 1 ||
+        items(self, B_LABEL) != self->num_lexer_states) {
+        PyErr_SetString(PyExc_ValueError, "Parser: inconsistent table sizes");
+        goto fail;
+    }
+    self->dense_stamp = PyMem_Calloc((size_t)self->num_masks + 1, sizeof(uint32_t));
+    Map *maps[] = {&self->stack_ids, &self->feed_memo, &self->apply_memo, &self->xset_memo,
+                   &self->end_memo,  &self->combo_ids};
+    for (int i = 0; i < 6; i++) {
+        if (map_init(maps[i], 1024) < 0) goto oom;
+    }
+    if (!self->dense_stamp || column_push(&self->parent, -1) < 0 ||
+        column_push(&self->state, start_state) < 0 || column_push(&self->depth, 0) < 0)
+        goto oom;
+    return (PyObject *)self;
+oom:
+    PyErr_NoMemory();
+fail:
+    Py_DECREF(self);
+    return NULL;
+}
+
+static PyMethodDef Parser_methods[] = {
+    {"feed", (PyCFunction)(void (*)(void))Parser_feed, METH_FASTCALL,
+     "feed(stack, terminal) -> (stack after the terminal or -1, floor)"},
+    {"accepts_end", (PyCFunction)Parser_accepts_end, METH_O,
+     "accepts_end(stack) -> (whether $END completes the parse, floor)"},
+    {"apply", (PyCFunction)(void (*)(void))Parser_apply, METH_FASTCALL,
+     "apply(stack, seq) -> (stack after an emitted sequence or -1, floor)"},
+    {"xset_ok", (PyCFunction)(void (*)(void))Parser_xset_ok, METH_FASTCALL,
+     "xset_ok(stack, xset) -> (whether the pending lexeme can still be cut, floor)"},
+    {"row_plan", (PyCFunction)(void (*)(void))Parser_row_plan, METH_FASTCALL,
+     "row_plan(stack, lexer_state) -> (valid run ids as int32 bytes, floor, whether EOS "
+     "may follow)"},
+    {"config_accepts_end", (PyCFunction)(void (*)(void))Parser_config_accepts_end,
+     METH_FASTCALL, "config_accepts_end(stack, lexer_state) -> (whether EOS may follow, floor)"},
+    {"union", (PyCFunction)Parser_union, METH_O,
+     "union(runs) -> int32[W] bytes: the OR of the groups of some runs (int32 ids as bytes)"},
+    {"state", (PyCFunction)Parser_state, METH_O, "state(stack) -> its top parser state"},
+    {"depth", (PyCFunction)Parser_depth, METH_O, "depth(stack) -> its depth (0 at the start)"},
+    {"suffix", (PyCFunction)(void (*)(void))Parser_suffix, METH_FASTCALL,
+     "suffix(stack, length) -> its top `length` parser states, top first"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef Parser_getset[] = {
+    {"num_stacks", (getter)Parser_num_stacks, NULL, "interned stacks so far", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject ParserType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "fsmcompile.runtime._parser.Parser",
+    .tp_basicsize = sizeof(Parser),
+    .tp_dealloc = (destructor)Parser_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The LALR parser, row checks and unions of one grammar index (not thread-safe).",
+    .tp_methods = Parser_methods,
+    .tp_getset = Parser_getset,
+    .tp_new = Parser_new,
+};
+
+static struct PyModuleDef parser_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "_parser",
+    .m_doc = "Grammar index parser and mask rows in C.",
+    .m_size = -1,
+};
+
+PyMODINIT_FUNC PyInit__parser(void) {
+    if (PyType_Ready(&ParserType) < 0) return NULL;
+    PyObject *module = PyModule_Create(&parser_module);
+    if (!module) return NULL;
+    if (PyModule_AddObjectRef(module, "Parser", (PyObject *)&ParserType) < 0) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}

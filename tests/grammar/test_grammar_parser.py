@@ -1,0 +1,195 @@
+"""The C parser of the grammar tables (`runtime/_parser.c`) against references written
+plainly here: an LALR parser over the index's own tables on a list of states, the valid
+runs of a row by their definition (each run checked on its own, no skipping), and the OR
+of their groups in numpy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from grammar_checks import bundled_text, compiled
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fsmcompile.compiler import compile_json_schema
+from fsmcompile.index.grammar_index import GrammarIndex
+from fsmcompile.runtime._parser import Parser
+from fsmcompile.runtime.grammar_parser import entry_runs
+from fsmcompile.runtime.grammar_tables import GrammarTables
+
+_INDEXES: dict[str, GrammarIndex] = {}
+
+
+def _index(name: str, gpt2) -> GrammarIndex:
+    if name not in _INDEXES:
+        if name == "schema":  # recursive, with a counted string and a context set
+            schema = {"type": "object", "properties": {"s": {"maxLength": 6}, "any": {}}}
+            _INDEXES[name] = compile_json_schema(schema, gpt2, cache=False)
+        else:
+            _INDEXES[name] = compiled(bundled_text(name), "gpt2")
+    return _INDEXES[name]
+
+
+def _reference_feed(index: GrammarIndex, states: list[int], symbol: int):
+    """(states after lark's LALR takes `symbol`, or None; the shallowest depth read)."""
+    table = index.table
+    states = list(states)
+    floor = len(states) - 1
+    while True:
+        act = int(table.action[states[-1], symbol])
+        if act == 0:
+            return None, floor
+        if act > 0:
+            return [*states, act - 1], floor
+        rule = -act - 1
+        length = int(table.rule_len[rule])
+        if length:
+            del states[-length:]
+        floor = min(floor, len(states) - 1)
+        target = int(table.goto[states[-1], table.rule_lhs[rule]])
+        if target < 0:
+            return None, floor
+        states.append(target)
+
+
+def _reference_accepts_end(index: GrammarIndex, states: list[int]) -> bool:
+    end = len(index.terminal_names)
+    table = index.table
+    states = list(states)
+    while True:
+        act = int(table.action[states[-1], end])
+        if act >= 0:
+            return False
+        rule = -act - 1
+        length = int(table.rule_len[rule])
+        if length:
+            del states[-length:]
+        target = int(table.goto[states[-1], table.rule_lhs[rule]])
+        if target < 0:
+            return False
+        states.append(target)
+        if target == int(table.end_state):
+            return True
+
+
+def _states(parser: Parser, stack: int) -> list[int]:
+    return list(reversed(parser.suffix(stack, parser.depth(stack) + 1)))
+
+
+@pytest.mark.parametrize("name", ["json", "sql_select", "schema"])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_feed_and_end_agree_with_a_plain_lalr_parser(name, gpt2, data):
+    index = _index(name, gpt2)
+    parser = GrammarTables(index)._parser
+    num_terminals = len(index.terminal_names)
+    stack, states = 0, [int(index.table.start_state)]
+    for _ in range(data.draw(st.integers(1, 30))):
+        taken = []
+        for terminal in range(num_terminals):
+            expected, floor = _reference_feed(index, states, terminal)
+            after, got_floor = parser.feed(stack, terminal)
+            assert (after >= 0) == (expected is not None), (states, terminal)
+            assert got_floor == floor
+            if expected is not None:
+                assert _states(parser, after) == expected
+                assert parser.depth(after) == len(expected) - 1
+                taken.append((after, expected))
+        ok, floor = parser.accepts_end(stack)
+        assert ok == _reference_accepts_end(index, states)
+        assert 0 <= floor <= parser.depth(stack)
+        if not taken:
+            break
+        stack, states = taken[data.draw(st.integers(0, len(taken) - 1))]
+
+
+def _reachable_stacks(index: GrammarIndex, parser: Parser, count: int, seed: int) -> list[int]:
+    """Stacks after random accepted terminal strings (`feed` itself is checked above)."""
+    rng = np.random.default_rng(seed)
+    num_terminals = len(index.terminal_names)
+    found, stack = [0], 0
+    while len(found) < count:
+        moves = [a for t in range(num_terminals) if (a := parser.feed(stack, t)[0]) >= 0]
+        if not moves or rng.random() < 0.1:
+            stack = 0
+            continue
+        stack = moves[int(rng.integers(len(moves)))]
+        found.append(stack)
+    return found
+
+
+def _reference_union(index: GrammarIndex, runs, run_ids: list[int], num_words: int):
+    row = np.zeros(num_words * 32, dtype=np.bool_)
+    for run in run_ids:
+        for group in runs.groups[runs.start[run] : runs.start[run + 1]]:
+            dense = int(index.group_dense[group])
+            if dense >= 0:
+                bits = np.unpackbits(index.masks[dense].view(np.uint8), bitorder="little")
+                row |= bits.astype(np.bool_)
+            else:
+                lo, hi = index.group_token_start[group], index.group_token_start[group + 1]
+                row[index.group_tokens[lo:hi]] = True
+    return np.packbits(row, bitorder="little").view(np.int32)
+
+
+@pytest.mark.parametrize("name", ["json", "sql_select", "schema"])
+def test_row_plan_is_every_run_the_stack_accepts(name, gpt2):
+    """`row_plan` skips rejected sequences and shares sibling steps; the reference asks
+    `apply` and `xset_ok` of every run of the lexer state, one at a time."""
+    index = _index(name, gpt2)
+    tables = GrammarTables(index)
+    parser = tables._parser
+    runs = entry_runs(index)
+    origin_run = runs.origin_run
+    checked = several = dense_unions = 0
+    for stack in _reachable_stacks(index, parser, 40, seed=3):
+        for state in range(tables.lexer.num_states):
+            plan, floor, eos = parser.row_plan(stack, state)
+            valid = np.frombuffer(plan, dtype=np.int32).tolist()
+            expected = []
+            for run in range(int(origin_run[state]), int(origin_run[state + 1])):
+                after, _ = parser.apply(stack, int(runs.seq[run]))
+                if after >= 0 and parser.xset_ok(after, int(runs.xset[run]))[0]:
+                    expected.append(run)
+            assert valid == expected, (stack, state)
+            assert (eos, 0 <= floor <= parser.depth(stack)) == (
+                parser.config_accepts_end(stack, state)[0],
+                True,
+            )
+            checked += 1
+            if len(valid) > 1:
+                several += 1
+                union = np.frombuffer(parser.union(plan), dtype=np.int32)
+                reference = _reference_union(index, runs, valid, tables.num_words)
+                assert np.array_equal(union, reference), (stack, state)
+                # Again, and in another order: the cached dense combination is the same.
+                again = parser.union(np.array(valid[::-1], dtype=np.int32).tobytes())
+                assert np.array_equal(np.frombuffer(again, dtype=np.int32), reference)
+                groups = np.concatenate(
+                    [runs.groups[runs.start[r] : runs.start[r + 1]] for r in valid]
+                )
+                dense_unions += len(set(index.group_dense[groups].tolist()) - {-1}) > 1
+    assert checked > 100 and several > 20
+    assert dense_unions > 0  # unions of several dense rows: the combination cache
+
+
+def test_bad_arguments_are_refused(gpt2):
+    index = _index("json", gpt2)
+    tables = GrammarTables(index)
+    parser = tables._parser
+    with pytest.raises(IndexError):
+        parser.feed(parser.num_stacks, 0)
+    with pytest.raises(IndexError):
+        parser.feed(0, 10_000)
+    with pytest.raises(IndexError):
+        parser.row_plan(0, tables.lexer.num_states)
+    with pytest.raises(IndexError):
+        parser.apply(0, 10**9)
+    with pytest.raises(ValueError):
+        parser.union(np.array([10**9], dtype=np.int32).tobytes())
+    with pytest.raises(ValueError):
+        parser.suffix(0, 5)
+    with pytest.raises(TypeError):
+        Parser((), (), 1, 1, 0, 0, 1, 1)
