@@ -170,7 +170,8 @@ class GrammarMatcher:
             TypeError: `out` is not an int32 numpy array or torch tensor.
             ValueError: `out` is too narrow or `row` is out of range.
         """
-        src = self._row()
+        tables = self._tables  # `_row`, inlined: once per token
+        src = tables.eos_row if self._terminated else tables.set_row(self._configs, self._fresh)
         if out is not self._out:
             self._out_view = _bitmask_view(out, self._tables.num_words)
             self._out = out

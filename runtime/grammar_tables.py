@@ -44,6 +44,7 @@ from fsmcompile.index.grammar_walk import (
 from fsmcompile.index.int_columns import int_column
 from fsmcompile.memo import StageMemo
 
+from ._parser import row_digest, same_row
 from .grammar_parser import parser_for
 from .jump_forward import FORCED_MAX_BYTES, accepted_prefix, byte_classes, forced_encoding
 
@@ -64,6 +65,7 @@ Forced = tuple[bytes, tuple[Config, ...], bool]
 `GrammarTables.forced`."""
 
 _TABLES_CACHE_SIZE = 16
+_INT32 = np.dtype(np.int32)
 _MAX_ROW_ENTRIES = 500_000
 
 
@@ -150,7 +152,7 @@ class GrammarTables:
         self._hits: dict[int, npt.NDArray[np.int32]] = {}
         self._set_rows: dict[tuple[Config, ...], npt.NDArray[np.int32]] = {}
         self._unions: dict[bytes, npt.NDArray[np.int32]] = {}
-        self._row_store: dict[bytes, npt.NDArray[np.int32]] = {}
+        self._row_store: dict[int, npt.NDArray[np.int32]] = {}
 
     # -- masks ----------------------------------------------------------------------------
 
@@ -172,7 +174,8 @@ class GrammarTables:
                 hit = (shared, depth - length + 1)
                 self._row_exact[key] = hit
                 return hit
-        self._bound_caches()
+        if len(self._row_exact) + len(self._row_suffix) > _MAX_ROW_ENTRIES:
+            self._bound_caches()
         row, floor = self._compute_row(stack, state)
         length = depth - floor + 1
         lengths = self._suffix_lengths.get(top, ())
@@ -187,15 +190,17 @@ class GrammarTables:
 
         Thousands of (stack, lexer state) pairs share a few hundred distinct rows; keeping
         one copy each bounds memory by the distinct masks (16 KB each at 128k tokens), not
-        by the stacks seen. The stored row is a view of its dictionary key's bytes, so the
-        bits are held once and a hit costs one hash, no element-wise compare.
+        by the stacks seen. Rows are found by a 64-bit digest and compared in C (hashing a
+        16 KB bytes key in Python cost several microseconds a row). `row` is taken over.
         """
-        data = row.tobytes()
-        stored = self._row_store.get(data)
-        if stored is None:
-            stored = np.frombuffer(data, dtype=np.int32)
-            self._row_store[data] = stored
-        return stored
+        digest = row_digest(row)
+        stored = self._row_store.get(digest)
+        if stored is not None and same_row(stored, row):
+            return stored
+        row.setflags(write=False)
+        if stored is None:  # else two rows share a digest: the second is kept apart
+            self._row_store[digest] = row
+        return row
 
     def _bound_caches(self) -> None:
         """Past `_MAX_ROW_ENTRIES` cached pairs the pair caches start over (the interned
@@ -208,22 +213,17 @@ class GrammarTables:
             self._forced.clear()
             self._forced_ids.clear()
 
-    def _union(self, runs: bytes) -> npt.NDArray[np.int32]:
-        """int32[W]: the OR of some runs' groups (int32 run ids as bytes), read-only and
-        cached (many stacks validate the same runs of a state)."""
-        row = self._unions.get(runs)
-        if row is None:
-            row = self._unions[runs] = np.frombuffer(self._parser.union(runs), dtype=np.int32)
-        return row
-
     def _compute_row(self, stack: int, state: int) -> tuple[npt.NDArray[np.int32], int]:
         # Cost: one memoized parser step per distinct (sequence before the last terminal,
         # last terminal) of `state`'s runs the stack does not reject earlier, one exit-set
         # check per surviving run, then one OR over the valid runs' rows and token lists
-        # (cached by the runs), all in C. Runs once per cache miss.
+        # (cached by the runs: many stacks validate the same runs of a state), all in C.
+        # Runs once per cache miss.
         parser = self._parser
         valid, floor, eos = parser.row_plan(stack, state)
-        union = self._union(valid)
+        union = self._unions.get(valid)
+        if union is None:  # read-only: a view of the bytes
+            union = self._unions[valid] = np.frombuffer(parser.union(valid), dtype=_INT32)
         extra: list[npt.NDArray[np.int32]] = []  # bits beyond the union
         kill = self._state_kill[state]
         if kill >= 0:
@@ -277,7 +277,8 @@ class GrammarTables:
         """int32[W]: the allowed tokens of a configuration set (OR of its readings)."""
         if len(configs) == 1 and not fresh:
             stack, state, cid, count = configs[0]
-            if cid == 0 and self._room(state, count) < 0:
+            bound = self._char_bound[state]  # `_room`, inlined: every token asks
+            if cid == 0 and (bound < 0 or bound - count >= self._longest_token):
                 return self.config_row(stack, state)[0]
         keys = tuple((s, q, cid, self._room(q, n)) for s, q, cid, n in configs)
         key = keys if not fresh else (*keys, (-1, -1, -1, -1))

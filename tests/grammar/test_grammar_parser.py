@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from fsmcompile.compiler import compile_json_schema
 from fsmcompile.index.grammar_index import GrammarIndex
-from fsmcompile.runtime._parser import Parser
+from fsmcompile.runtime._parser import Parser, row_digest, same_row
 from fsmcompile.runtime.grammar_parser import entry_runs
 from fsmcompile.runtime.grammar_tables import GrammarTables
 
@@ -193,3 +193,33 @@ def test_bad_arguments_are_refused(gpt2):
         parser.suffix(0, 5)
     with pytest.raises(TypeError):
         Parser((), (), 1, 1, 0, 0, 1, 1)
+
+
+@pytest.mark.parametrize("num_words", [1571, 4008])  # GPT-2 (an odd count) and Llama 3
+def test_row_digest_and_same_row_see_every_bit(num_words):
+    rng = np.random.default_rng(num_words)
+    row = rng.integers(-(2**31), 2**31, size=num_words, dtype=np.int32)
+    digest = row_digest(row)
+    assert row_digest(row.copy()) == digest and same_row(row, row.copy())
+    seen = {digest}
+    for word in [0, 1, num_words // 2, num_words - 2, num_words - 1]:
+        for bit in range(32):
+            other = row.copy()
+            other[word] ^= np.int32(-(2**31)) if bit == 31 else np.int32(1 << bit)
+            assert not same_row(row, other)
+            seen.add(row_digest(other))
+    assert len(seen) == 1 + 5 * 32  # every flipped bit, the last word's too, moves it
+    assert not same_row(row, row[:-1])
+
+
+def test_interned_rows_are_shared_and_read_only(gpt2):
+    tables = GrammarTables(_index("json", gpt2))
+    row = np.zeros(tables.num_words, dtype=np.int32)
+    row[3] = 5
+    stored = tables._intern_row(row)
+    assert stored is row and not stored.flags.writeable
+    again = row.copy()
+    assert tables._intern_row(again) is stored
+    different = row.copy()
+    different[-1] = 1
+    assert tables._intern_row(different) is different
