@@ -17,8 +17,9 @@ import numpy.typing as npt
 from fsmcompile.index.bits import unpack_row
 from fsmcompile.types import TokenId
 
+from ._native import write_row
 from .grammar_tables import Config, GrammarTables, grammar_tables_for
-from .matcher import _bitmask_view, _fill_device_row, write_host_row
+from .matcher import _bitmask_view, _fill_device_row
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -179,7 +180,7 @@ class GrammarMatcher:
         if not isinstance(view, np.ndarray):
             _fill_device_row(view, row, src)
             return
-        write_host_row(view, row, src)
+        write_row(view, row, src)
 
     def allowed_token_ids(self) -> npt.NDArray[np.int64]:
         """Sorted ids allowed at the next step (EOS included where complete). O(V)."""

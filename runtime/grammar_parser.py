@@ -1,4 +1,4 @@
-"""The tables of a grammar index's C parser (`_parser.Parser`), built once per process.
+"""The tables of a grammar index's C parser (`_native.Parser`), built once per process.
 
 The parser answers a mask row's questions (does the stack take this emitted sequence,
 can the pending lexeme still be cut, which runs of token groups are valid, their OR) over
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from ._parser import Parser
+from ._native import Parser
 
 if TYPE_CHECKING:
     from fsmcompile.index.grammar_index import GrammarIndex

@@ -4,7 +4,7 @@ The LALR parser runs on interned stacks (a stack is a node id whose parent is th
 below), so every question the masks ask (can this terminal be shifted here, does this
 emitted sequence land in that lexer context, may the text end) is a memo lookup after its
 first answer, and every matcher of the index shares the answers. The parser, its memos
-and a row's checks and union are C (`_parser.c`, built from `grammar_parser.py`): a first
+and a row's checks and union are C (`_native.c`, built from `grammar_parser.py`): a first
 walk meets a new row at about 40% of its tokens, and in Python each cost 20-70 µs.
 
 A mask row depends on the lexer state and on the top of the stack down to the deepest
@@ -44,7 +44,7 @@ from fsmcompile.index.grammar_walk import (
 from fsmcompile.index.int_columns import int_column
 from fsmcompile.memo import StageMemo
 
-from ._parser import row_digest, same_row
+from ._native import row_digest, same_row
 from .grammar_parser import parser_for
 from .jump_forward import FORCED_MAX_BYTES, accepted_prefix, byte_classes, forced_encoding
 

@@ -22,6 +22,7 @@ from fsmcompile.index.int_columns import int_column
 from fsmcompile.memo import StageMemo
 from fsmcompile.types import DEAD, StateId, TokenId
 
+from ._native import write_row
 from .jump_forward import FORCED_MAX_BYTES, accepted_prefix, byte_classes, forced_encoding
 
 if TYPE_CHECKING:
@@ -394,7 +395,7 @@ class Matcher:
             self._out = out
         view = self._out_view
         if isinstance(view, np.ndarray):
-            write_host_row(view, row, src)
+            write_row(view, row, src)
             return
         _fill_device_row(view, row, src)
 
@@ -463,20 +464,6 @@ def matcher_for(index: Any) -> TokenMatcher:
     from .grammar_matcher import GrammarMatcher
 
     return GrammarMatcher(index)
-
-
-def write_host_row(view: npt.NDArray[np.int32], row: int, src: npt.NDArray[np.int32]) -> None:
-    """Copy the packed row `src` into row `row` of a host bitmask int32[W'] or [B, W'].
-
-    Words past `src` (a bitmask wider than the vocabulary) are zeroed: never allowed.
-    """
-    dst = _target_row(view, row)
-    width = src.shape[0]
-    if dst.shape[0] == width:
-        np.copyto(dst, src)
-    else:
-        np.copyto(dst[:width], src)
-        dst[width:] = 0
 
 
 def _target_row(bitmask: Any, row: int) -> Any:

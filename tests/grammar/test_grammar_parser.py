@@ -1,4 +1,4 @@
-"""The C parser of the grammar tables (`runtime/_parser.c`) against references written
+"""The C parser of the grammar tables (`runtime/_native.c`) against references written
 plainly here: an LALR parser over the index's own tables on a list of states, the valid
 runs of a row by their definition (each run checked on its own, no skipping), and the OR
 of their groups in numpy."""
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from fsmcompile.compiler import compile_json_schema
 from fsmcompile.index.grammar_index import GrammarIndex
-from fsmcompile.runtime._parser import Parser, row_digest, same_row
+from fsmcompile.runtime._native import Parser, row_digest, same_row
 from fsmcompile.runtime.grammar_parser import entry_runs
 from fsmcompile.runtime.grammar_tables import GrammarTables
 

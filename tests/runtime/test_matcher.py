@@ -117,6 +117,21 @@ def test_matcher_fill_bitmask_wider_row_zeroes_padding(abc_index, vocab):
     assert (out[bitmask_words(vocab.size) :] == 0).all()
 
 
+def test_matcher_fill_bitmask_strided_rows_and_columns(abc_index, vocab):
+    """A bitmask that is a view with gaps (every other column of every other row) gets
+    the same bits, and nothing between them is touched."""
+    m = Matcher(abc_index)
+    m.advance(TOK["c"])
+    words = bitmask_words(vocab.size)
+    expected = np.zeros(words + 1, dtype=np.int32)
+    m.fill_bitmask(expected)
+    base = np.full((4, 2 * (words + 1)), -1, dtype=np.int32)
+    view = base[::2, ::2]
+    m.fill_bitmask(view, row=1)
+    np.testing.assert_array_equal(base[2, ::2], expected)
+    assert (base[2, 1::2] == -1).all() and (base[[0, 1, 3]] == -1).all()
+
+
 @pytest.mark.parametrize(
     ("out", "row", "error", "match"),
     [

@@ -1,4 +1,4 @@
-"""Type stub of the C module `_parser.c` (see there and `grammar_parser.py`)."""
+"""Type stub of the runtime's C module (`_native.c`)."""
 
 from array import array
 
@@ -31,3 +31,4 @@ class Parser:
 
 def row_digest(row: object, /) -> int: ...
 def same_row(a: object, b: object, /) -> bool: ...
+def write_row(bitmask: object, row: int, src: object, /) -> None: ...

@@ -1,5 +1,6 @@
-/* The LALR parser of a grammar index's runtime tables, and the mask rows' checks and
- * unions, in C.
+/* The runtime's C part: the LALR parser of a grammar index's tables with the mask rows'
+ * checks and unions (`Parser`), interning rows (`row_digest`, `same_row`), and writing a
+ * row into a caller's bitmask (`write_row`, every matcher's every token).
  *
  * A first walk meets a new (parser stack, lexer state) pair at about 40% of its tokens;
  * each needs tens of parser steps and an OR of ~25 token groups. In Python that was
@@ -827,7 +828,61 @@ static PyObject *same_row(PyObject *module, PyObject *const *args, Py_ssize_t na
     return PyBool_FromLong(same);
 }
 
+/* write_row(bitmask, row, src): src into row `row` of an int32 [W'] or [B, W'] bitmask,
+ * zeroing the words past src. numpy's copy of one row cost about a microsecond of view
+ * creation and dispatch a token; this is a memcpy. */
+static PyObject *write_row(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "write_row(bitmask, row, src) takes three arguments");
+        return NULL;
+    }
+    long long row = PyLong_AsLongLong(args[1]);
+    if (row == -1 && PyErr_Occurred()) return NULL;
+    Py_buffer dst, src;
+    if (PyObject_GetBuffer(args[0], &dst, PyBUF_WRITABLE | PyBUF_STRIDES | PyBUF_FORMAT) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(args[2], &src, PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&dst);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    Py_ssize_t rows = dst.ndim == 2 ? dst.shape[0] : 1;
+    Py_ssize_t width = dst.ndim >= 1 ? dst.shape[dst.ndim - 1] : 0;
+    Py_ssize_t count = src.len / 4;
+    if (dst.itemsize != 4 || src.itemsize != 4 || (dst.ndim != 1 && dst.ndim != 2) ||
+        count > width) {
+        PyErr_SetString(PyExc_ValueError, "write_row: expected int32 rows, src no wider");
+    } else if (row < 0 || row >= rows) {
+        if (dst.ndim == 1)
+            PyErr_Format(PyExc_ValueError, "row %lld out of range for a 1-D bitmask: expected 0",
+                         row);
+        else
+            PyErr_Format(PyExc_ValueError, "row %lld out of range: expected 0..%zd", row,
+                         rows - 1);
+    } else {
+        char *base = (char *)dst.buf + (dst.ndim == 2 ? row * dst.strides[0] : 0);
+        Py_ssize_t step = dst.strides[dst.ndim - 1];
+        const int32_t *from = src.buf;
+        if (step == 4) {
+            memcpy(base, from, (size_t)count * 4);
+            memset(base + count * 4, 0, (size_t)(width - count) * 4);
+        } else {
+            for (Py_ssize_t i = 0; i < width; i++) {
+                int32_t value = i < count ? from[i] : 0;
+                memcpy(base + i * step, &value, 4);
+            }
+        }
+        result = Py_NewRef(Py_None);
+    }
+    PyBuffer_Release(&src);
+    PyBuffer_Release(&dst);
+    return result;
+}
+
 static PyMethodDef module_functions[] = {
+    {"write_row", (PyCFunction)(void (*)(void))write_row, METH_FASTCALL,
+     "write_row(bitmask, row, src): src into one row of an int32 bitmask, zeros past it"},
     {"row_digest", (PyCFunction)row_digest, METH_O,
      "row_digest(row) -> a 64-bit digest of its bytes"},
     {"same_row", (PyCFunction)(void (*)(void))same_row, METH_FASTCALL,
@@ -865,7 +920,7 @@ static PyGetSetDef Parser_getset[] = {
 
 static PyTypeObject ParserType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "fsmcompile.runtime._parser.Parser",
+    .tp_name = "fsmcompile.runtime._native.Parser",
     .tp_basicsize = sizeof(Parser),
     .tp_dealloc = (destructor)Parser_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -877,13 +932,13 @@ static PyTypeObject ParserType = {
 
 static struct PyModuleDef parser_module = {
     PyModuleDef_HEAD_INIT,
-    .m_name = "_parser",
-    .m_doc = "Grammar index parser and mask rows in C.",
+    .m_name = "_native",
+    .m_doc = "The runtime's C part: the grammar parser and mask rows.",
     .m_size = -1,
     .m_methods = module_functions,
 };
 
-PyMODINIT_FUNC PyInit__parser(void) {
+PyMODINIT_FUNC PyInit__native(void) {
     if (PyType_Ready(&ParserType) < 0) return NULL;
     PyObject *module = PyModule_Create(&parser_module);
     if (!module) return NULL;
