@@ -32,3 +32,16 @@ class Parser:
 def row_digest(row: object, /) -> int: ...
 def same_row(a: object, b: object, /) -> bool: ...
 def write_row(bitmask: object, row: int, src: object, /) -> None: ...
+def items_grown(
+    moves: object,
+    starts: object,
+    num_classes: int,
+    class_of_byte: object,
+    parent_at: object,
+    level_bytes: object,
+    token_positions: object,
+    token_ids: object,
+    state: int,
+    out: object,
+    /,
+) -> None: ...

@@ -36,7 +36,6 @@ from fsmcompile.index.bits import bitmask_words, pack_bool_rows, set_bits
 from fsmcompile.index.grammar_walk import (
     ConstraintTable,
     SequenceTable,
-    items_grown,
     lexeme_key,
     tokens_reaching_labels,
     walk_bytes,
@@ -45,6 +44,7 @@ from fsmcompile.index.int_columns import int_column
 from fsmcompile.memo import StageMemo
 
 from ._native import row_digest, same_row
+from .counted import items_grown
 from .grammar_parser import parser_for
 from .jump_forward import FORCED_MAX_BYTES, accepted_prefix, byte_classes, forced_encoding
 
@@ -116,7 +116,7 @@ class GrammarTables:
             # arrays derived from it once per process (~15 ms with Llama 3): derive them
             # here, with the tables, not inside a decoding step's mask.
             trie = vocab.trie
-            trie.level_parents(), trie.subtree_ends(), trie.tokens_by_node()
+            trie.level_parents(), trie.level_walk()
         self._longest_token = int(vocab.max_token_bytes)
         self._fingerprint = vocab.fingerprint
         self._lexeme_keys: dict[int, tuple[str, bytes]] = {}

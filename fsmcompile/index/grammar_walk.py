@@ -840,9 +840,10 @@ def tokens_reaching_labels(
 
 
 def lexeme_key(lexer: LexerAutomaton, state: int) -> bytes:
-    """A digest of all that `items_grown` reads from `state`: the moves by raw byte and the
-    item starts of the states it reaches, numbered in the order a search by byte value
-    meets them, so equal lexemes of different grammars (and byte classes) share one key.
+    """A digest of all that `items_grown` (runtime/counted.py) reads from `state`: the
+    moves by raw byte and the item starts of the states it reaches, numbered in the order
+    a search by byte value meets them, so equal lexemes of different grammars (and byte
+    classes) share one key.
 
     The search reads each state's row of byte classes, the classes in the order of their
     smallest byte (a class first meets a target at its smallest byte); only the digested
@@ -866,87 +867,3 @@ def lexeme_key(lexer: LexerAutomaton, state: int) -> bytes:
     table = lookup[transitions[reached][:, full]]  # -1 maps through lookup[-1] == -1
     starts = lexer.char_start[reached][:, full]
     return hashlib.blake2b(table.tobytes() + np.packbits(starts).tobytes()).digest()
-
-
-_NARROW_LEXEME_BYTES = 64
-"""A lexeme that goes on with fewer first bytes than this is counted along its own paths
-of the trie (`_items_grown_along`); a wider one (a string's content) level by level over
-the whole trie, which costs the same whatever the lexeme but less per node."""
-
-
-def items_grown(
-    lexer: LexerAutomaton, trie: TokenTrie, vocab_size: int, state: int
-) -> npt.NDArray[np.int32]:
-    """int32[V]: the items (`LexerAutomaton.char_start` moves) each token adds to the
-    lexeme at `state`, counted until the lexeme cannot go on (a counted lexeme is cut only
-    there). Computed at run time when a counted lexeme first nears its bound: one trie
-    walk from `state`, along the lexeme's paths only when it is narrow (nine digits walk
-    the digit tokens, about 1 ms with Llama 3, not the whole trie's 3 ms).
-    """
-    first_bytes = int((lexer.transitions[state, lexer.class_of_byte] >= 0).sum())
-    if first_bytes < _NARROW_LEXEME_BYTES:
-        return _items_grown_along(lexer, trie, vocab_size, state)
-    parent_at, position = trie.level_parents()
-    num_classes = lexer.transitions.shape[1]
-    moves = lexer.transitions.reshape(-1).astype(np.int64)
-    starts = lexer.char_start.reshape(-1)
-    byte_class = lexer.class_of_byte[trie.node_byte[trie.level_nodes]].astype(np.int64)
-    # Per node in level order (`TokenTrie.level_parents`): each level is one slice.
-    count = np.zeros(trie.num_nodes, dtype=np.int32)
-    cur = np.full(trie.num_nodes, -1, dtype=np.int64)  # -1: the lexeme ended at an ancestor
-    cur[0] = state
-    offsets = trie.level_offsets.tolist()
-    for lo, hi in zip(offsets[1:-1], offsets[2:], strict=True):
-        parent = parent_at[lo:hi]
-        q = cur[parent]
-        at = np.maximum(q, 0) * num_classes + byte_class[lo:hi]
-        nq = np.where(q >= 0, moves[at], -1)
-        count[lo:hi] = count[parent] + ((nq >= 0) & starts[at])
-        cur[lo:hi] = nq
-    grown = np.zeros(vocab_size, dtype=np.int32)
-    grown[trie.token_ids] = count[position[trie.token_node]]
-    return grown
-
-
-def _items_grown_along(
-    lexer: LexerAutomaton, trie: TokenTrie, vocab_size: int, state: int
-) -> npt.NDArray[np.int32]:
-    """`items_grown` by a walk of the nodes the lexeme reaches. The tokens under a node
-    where it ends keep the count of that node's parent: nodes are numbered depth-first,
-    so they are one slice of the tokens by node (`TokenTrie.tokens_by_node`, up to
-    `TokenTrie.subtree_ends`), as are a reached node's own tokens; the counts are laid on
-    those slices through a difference array."""
-    node_start, ids = trie.tokens_by_node()
-    ends = trie.subtree_ends()
-    num_classes = lexer.transitions.shape[1]
-    moves = lexer.transitions.reshape(-1).astype(np.int64)
-    starts = lexer.char_start.reshape(-1)
-    class_of = lexer.class_of_byte.astype(np.int64)
-    slice_lo, slice_hi, slice_count = [], [], []
-    node = np.zeros(1, dtype=np.int64)
-    cur = np.array([state], dtype=np.int64)
-    count = np.zeros(1, dtype=np.int64)
-    while node.shape[0]:
-        parent, child = trie.children(node)
-        at = cur[parent] * num_classes + class_of[trie.node_byte[child]]
-        nq = moves[at]
-        live = nq >= 0
-        held = count[parent[~live]]
-        dead = child[~live][held > 0]
-        slice_lo.append(node_start[dead])
-        slice_hi.append(node_start[ends[dead]])
-        slice_count.append(held[held > 0])
-        node, cur = child[live], nq[live]
-        count = count[parent[live]] + starts[at[live]]
-        mine = node[count > 0]
-        slice_lo.append(node_start[mine])
-        slice_hi.append(node_start[mine + 1])
-        slice_count.append(count[count > 0])
-    held_all = np.concatenate(slice_count).astype(np.float64)
-    size = ids.shape[0] + 1
-    delta = np.bincount(np.concatenate(slice_lo), held_all, size) - np.bincount(
-        np.concatenate(slice_hi), held_all, size
-    )
-    grown = np.zeros(vocab_size, dtype=np.int32)
-    grown[ids] = np.cumsum(delta[:-1]).astype(np.int32)
-    return grown

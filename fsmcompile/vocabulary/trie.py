@@ -126,6 +126,18 @@ class TokenTrie:
         parent_at, position = self._kept("level_parents", make)
         return parent_at, position
 
+    def level_walk(self) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+        """(uint8[N] the byte into each node in level order, int64[T] the level-order
+        position of each token's node), computed once, read-only: with `level_parents`,
+        what a walk of every node in level order reads."""
+
+        def make() -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+            position = self.level_parents()[1]
+            return self.node_byte[self.level_nodes], position[self.token_node]
+
+        level_bytes, token_positions = self._kept("level_walk", make)
+        return level_bytes, token_positions
+
     def token_node_flags(self) -> npt.NDArray[np.bool_]:
         """bool[N]: whether some token's bytes end at each node (computed once, read-only)."""
 

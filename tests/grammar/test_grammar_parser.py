@@ -223,3 +223,29 @@ def test_interned_rows_are_shared_and_read_only(gpt2):
     different = row.copy()
     different[-1] = 1
     assert tables._intern_row(different) is different
+
+
+def test_items_grown_refuses_tables_that_do_not_fit():
+    from fsmcompile.runtime._native import items_grown
+
+    moves = np.array([[1, -1], [1, -1]], dtype=np.int32).reshape(-1)  # 2 states, 2 classes
+    starts = np.ones(4, dtype=np.uint8)
+    class_of = np.zeros(256, dtype=np.int32)
+    level_bytes = np.zeros(3, dtype=np.uint8)
+    tokens = np.array([0, 1], dtype=np.int64)
+    positions = np.array([1, 2], dtype=np.int64)
+    out = np.zeros(2, dtype=np.int32)
+
+    def grow(parent_at, state=0, ids=tokens):
+        items_grown(moves, starts, 2, class_of, parent_at, level_bytes, positions, ids, state, out)
+
+    grow(np.array([-1, 0, 1], dtype=np.int64))  # a chain: 1 item, then 2
+    assert out.tolist() == [1, 2]
+    with pytest.raises(ValueError, match="parent after its child"):
+        grow(np.array([-1, 2, 0], dtype=np.int64))
+    with pytest.raises(ValueError, match="inconsistent"):
+        grow(np.array([-1, 0, 1], dtype=np.int64), state=2)
+    with pytest.raises(ValueError, match="token out of range"):
+        grow(np.array([-1, 0, 1], dtype=np.int64), ids=np.array([0, 5], dtype=np.int64))
+    with pytest.raises(TypeError, match="items of 4 bytes"):
+        items_grown(moves, starts, 2, class_of, out, level_bytes, positions, tokens, 0, out)

@@ -349,7 +349,8 @@ def test_equal_lexemes_of_different_grammars_share_one_key(vocab: Vocabulary) ->
     # Run-time rows of a counted lexeme are kept per process by `lexeme_key`, so the key
     # must name what `items_grown` reads and nothing of the grammar around it: states of
     # two grammars with one key grow every token alike.
-    from fsmcompile.index.grammar_walk import items_grown, lexeme_key
+    from fsmcompile.index.grammar_walk import lexeme_key
+    from fsmcompile.runtime.counted import items_grown
 
     items = {"type": "string", "maxLength": SHORT}
     other = {"type": "object", "properties": {"s": {"type": "array", "items": items}, "t": {}}}
@@ -394,9 +395,11 @@ def _items_by_bytes(index: GrammarIndex, vocab: Vocabulary, state: int) -> list[
 
 
 def test_items_grown_counts_what_each_token_writes(vocab: Vocabulary) -> None:
-    # A digit pattern under maxLength is a narrow lexeme (walked along its own paths), a
-    # free string a wide one (walked over the whole trie): both must count exactly.
-    from fsmcompile.index.grammar_walk import _NARROW_LEXEME_BYTES, items_grown
+    # A digit pattern under maxLength is a narrow lexeme (few tokens go on), a free string
+    # a wide one (most of the vocabulary goes on): both must count exactly.
+    from fsmcompile.runtime.counted import items_grown
+
+    narrow_bytes = 64  # fewer first bytes than this: a narrow lexeme
 
     digits = {"type": "string", "maxLength": BOUND, "pattern": "^[0-9]+$"}
     schema = {**schema_with(BOUND), "properties": {"d": digits, "text": {"maxLength": BOUND}}}
@@ -405,8 +408,8 @@ def test_items_grown_counts_what_each_token_writes(vocab: Vocabulary) -> None:
     lexer = index.lexer
     counted = np.flatnonzero(lexer.char_bound >= 0).tolist()
     width = [int((lexer.transitions[s, lexer.class_of_byte] >= 0).sum()) for s in counted]
-    narrow = [s for s, w in zip(counted, width, strict=True) if w < _NARROW_LEXEME_BYTES]
-    wide = [s for s, w in zip(counted, width, strict=True) if w >= _NARROW_LEXEME_BYTES]
+    narrow = [s for s, w in zip(counted, width, strict=True) if w < narrow_bytes]
+    wide = [s for s, w in zip(counted, width, strict=True) if w >= narrow_bytes]
     assert narrow and wide, "both kinds of lexeme should be counted"
     most = {}
     for state in narrow[:6] + wide[:3]:
