@@ -840,7 +840,7 @@ static PyObject *write_row(PyObject *module, PyObject *const *args, Py_ssize_t n
     long long row = PyLong_AsLongLong(args[1]);
     if (row == -1 && PyErr_Occurred()) return NULL;
     Py_buffer dst, src;
-    if (PyObject_GetBuffer(args[0], &dst, PyBUF_WRITABLE | PyBUF_STRIDES | PyBUF_FORMAT) < 0)
+    if (PyObject_GetBuffer(args[0], &dst, PyBUF_WRITABLE | PyBUF_STRIDES) < 0)
         return NULL;
     if (PyObject_GetBuffer(args[2], &src, PyBUF_C_CONTIGUOUS) < 0) {
         PyBuffer_Release(&dst);

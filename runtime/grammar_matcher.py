@@ -177,7 +177,7 @@ class GrammarMatcher:
             self._out_view = _bitmask_view(out, self._tables.num_words)
             self._out = out
         view = self._out_view
-        if not isinstance(view, np.ndarray):
+        if not isinstance(view, memoryview):
             _fill_device_row(view, row, src)
             return
         write_row(view, row, src)
