@@ -498,7 +498,7 @@ def _bitmask_view(out: Any, num_words: int) -> Any:
     if not array.flags.writeable:
         raise ValueError("bitmask is read-only: expected a writeable array")
     _check_shape(array.shape, num_words)
-    return memoryview(array)
+    return array.data
 
 
 def _check_shape(shape: tuple[int, ...], num_words: int) -> None:
