@@ -161,7 +161,7 @@ typedef struct {
     PyObject *seq_columns[3]; /* array('q') parent, terminal, context: appended by Python */
     int32_t num_symbols, end_symbol, num_nonterminals, end_state, num_contexts, num_words;
     int32_t num_states, num_masks, num_lexer_states;
-    Py_ssize_t num_groups, num_runs, num_xsets, num_terminals;
+    Py_ssize_t num_groups, num_runs, num_xsets;
     Column parent, state, depth;
     Map stack_ids, feed_memo, apply_memo, xset_memo, end_memo;
     /* The sequence columns of the call in progress. */
@@ -258,7 +258,7 @@ static int64_t accepts_end(Parser *self, int32_t stack) {
     return out;
 }
 
-static inline int in_sorted(const int32_t *items, int64_t lo, int64_t hi, int32_t value) {
+static inline int contains(const int32_t *items, int64_t lo, int64_t hi, int32_t value) {
     for (int64_t i = lo; i < hi; i++) {
         if (items[i] == value) return 1;
     }
@@ -272,7 +272,7 @@ static inline int context_matches(Parser *self, int32_t landing, int64_t wanted)
     if (wanted < self->num_contexts) return 0;
     const int64_t *start = A(self, B_CTXSET_START, int64_t);
     int64_t set = wanted - self->num_contexts;
-    return in_sorted(A(self, B_CTXSET_CONTEXT, int32_t), start[set], start[set + 1], landing);
+    return contains(A(self, B_CTXSET_CONTEXT, int32_t), start[set], start[set + 1], landing);
 }
 
 static int64_t apply(Parser *self, int32_t stack, int64_t seq) {
@@ -320,7 +320,7 @@ static int64_t xset_ok(Parser *self, int32_t stack, int64_t xset) {
         }
         int32_t landing = context_of_state[self->state.items[after]];
         if (pair_any[p] ? !dead[landing]
-                        : in_sorted(pair_context, ctx_start[p], ctx_start[p + 1], landing)) {
+                        : contains(pair_context, ctx_start[p], ctx_start[p + 1], landing)) {
             ok = 1;
             break;
         }
@@ -630,8 +630,8 @@ static PyObject *Parser_union(Parser *self, PyObject *arg) {
     if (PyObject_GetBuffer(arg, &runs, PyBUF_SIMPLE) < 0) return NULL;
     const int32_t *run_ids = runs.buf;
     Py_ssize_t num = runs.len / 4;
-    for (Py_ssize_t i = 0; i < num; i++) {
-        if (runs.len % 4 || run_ids[i] < 0 || run_ids[i] >= self->num_runs) {
+    for (Py_ssize_t i = runs.len % 4 ? -1 : 0; i < num; i++) { /* -1: a torn id */
+        if (i < 0 || run_ids[i] < 0 || run_ids[i] >= self->num_runs) {
             PyBuffer_Release(&runs);
             return PyErr_Format(PyExc_ValueError, "union: expected run ids as int32 bytes");
         }
@@ -649,16 +649,10 @@ static PyObject *Parser_union(Parser *self, PyObject *arg) {
     return row;
 }
 
-static PyObject *Parser_state(Parser *self, PyObject *arg) {
+static PyObject *Parser_top(Parser *self, PyObject *arg) {
     long long stack = PyLong_AsLongLong(arg);
     if ((stack == -1 && PyErr_Occurred()) || check_stack(self, stack) < 0) return NULL;
-    return PyLong_FromLong(self->state.items[stack]);
-}
-
-static PyObject *Parser_depth(Parser *self, PyObject *arg) {
-    long long stack = PyLong_AsLongLong(arg);
-    if ((stack == -1 && PyErr_Occurred()) || check_stack(self, stack) < 0) return NULL;
-    return PyLong_FromLong(self->depth.items[stack]);
+    return Py_BuildValue("(ii)", self->state.items[stack], self->depth.items[stack]);
 }
 
 static PyObject *Parser_suffix(Parser *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -747,7 +741,6 @@ static PyObject *Parser_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     self->num_contexts = num_contexts;
     self->num_words = num_words;
     self->num_states = (int32_t)items(self, B_CONTEXT_OF_STATE);
-    self->num_terminals = items(self, B_IGNORED);
     self->num_xsets = items(self, B_XSET_FREE);
     self->num_runs = items(self, B_RUN_SEQ);
     self->num_groups = items(self, B_GROUP_DENSE);
@@ -1004,8 +997,8 @@ static PyMethodDef Parser_methods[] = {
      METH_FASTCALL, "config_accepts_end(stack, lexer_state) -> (whether EOS may follow, floor)"},
     {"union", (PyCFunction)Parser_union, METH_O,
      "union(runs) -> int32[W] bytes: the OR of the groups of some runs (int32 ids as bytes)"},
-    {"state", (PyCFunction)Parser_state, METH_O, "state(stack) -> its top parser state"},
-    {"depth", (PyCFunction)Parser_depth, METH_O, "depth(stack) -> its depth (0 at the start)"},
+    {"top", (PyCFunction)Parser_top, METH_O,
+     "top(stack) -> (its top parser state, its depth: 0 at the start)"},
     {"suffix", (PyCFunction)(void (*)(void))Parser_suffix, METH_FASTCALL,
      "suffix(stack, length) -> its top `length` parser states, top first"},
     {NULL, NULL, 0, NULL},

@@ -164,8 +164,8 @@ class GrammarTables:
         if hit is not None:
             return hit
         parser = self._parser
-        top = (state, parser.state(stack))
-        depth = parser.depth(stack)
+        top_state, depth = parser.top(stack)
+        top = (state, top_state)
         for length in self._suffix_lengths.get(top, ()):
             if length > depth + 1:
                 continue  # a longer stack's suffix: not this one's

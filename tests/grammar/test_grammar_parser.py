@@ -72,8 +72,12 @@ def _reference_accepts_end(index: GrammarIndex, states: list[int]) -> bool:
             return True
 
 
+def _depth(parser: Parser, stack: int) -> int:
+    return parser.top(stack)[1]
+
+
 def _states(parser: Parser, stack: int) -> list[int]:
-    return list(reversed(parser.suffix(stack, parser.depth(stack) + 1)))
+    return list(reversed(parser.suffix(stack, _depth(parser, stack) + 1)))
 
 
 @pytest.mark.parametrize("name", ["json", "sql_select", "schema"])
@@ -95,11 +99,11 @@ def test_feed_and_end_agree_with_a_plain_lalr_parser(name, gpt2, data):
             assert got_floor == floor
             if expected is not None:
                 assert _states(parser, after) == expected
-                assert parser.depth(after) == len(expected) - 1
+                assert _depth(parser, after) == len(expected) - 1
                 taken.append((after, expected))
         ok, floor = parser.accepts_end(stack)
         assert ok == _reference_accepts_end(index, states)
-        assert 0 <= floor <= parser.depth(stack)
+        assert 0 <= floor <= _depth(parser, stack)
         if not taken:
             break
         stack, states = taken[data.draw(st.integers(0, len(taken) - 1))]
@@ -154,7 +158,7 @@ def test_row_plan_is_every_run_the_stack_accepts(name, gpt2):
                 if after >= 0 and parser.xset_ok(after, int(runs.xset[run]))[0]:
                     expected.append(run)
             assert valid == expected, (stack, state)
-            assert (eos, 0 <= floor <= parser.depth(stack)) == (
+            assert (eos, 0 <= floor <= _depth(parser, stack)) == (
                 parser.config_accepts_end(stack, state)[0],
                 True,
             )
@@ -189,6 +193,9 @@ def test_bad_arguments_are_refused(gpt2):
         parser.apply(0, 10**9)
     with pytest.raises(ValueError):
         parser.union(np.array([10**9], dtype=np.int32).tobytes())
+    with pytest.raises(ValueError):
+        parser.union(b"\0\0")  # half an id
+    assert parser.top(0) == (int(index.table.start_state), 0)
     with pytest.raises(ValueError):
         parser.suffix(0, 5)
     with pytest.raises(TypeError):
