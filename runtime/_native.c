@@ -1,6 +1,6 @@
-/* The runtime's C part: the LALR parser of a grammar index's tables with the mask rows'
- * checks and unions (`Parser`), interning rows (`row_digest`, `same_row`), and writing a
- * row into a caller's bitmask (`write_row`, every matcher's every token).
+/* The runtime's C part: the LALR parser of a grammar index's tables with its mask rows,
+ * their checks, unions, caches and interning (`Parser`), and writing a row into a
+ * caller's bitmask (`write_row`, every matcher's every token).
  *
  * A first walk meets a new (parser stack, lexer state) pair at about 40% of its tokens;
  * each needs tens of parser steps and an OR of ~25 token groups. In Python that was
@@ -147,11 +147,19 @@ enum {
     B_GROUP_TOKENS,     /* int32[...] */
     B_MASKS,            /* int32[D * W]: dense rows */
     B_LABEL,            /* int32[L]: the terminal a lexer state completes, or -1 */
+    B_STATE_KILL,       /* int32[L]: the row of kill masks of a labelled state, or -1 */
+    B_KILL_MASKS,       /* int32[K' * W]: tokens whose first byte ends the lexeme */
+    B_RESTART,          /* int32[L]: the context after an ignored lexeme ends here */
+    B_CONTEXT_START,    /* int32[K]: each context's start lexer state */
+    B_NEXT_CTX_START,   /* int64[T + 1]: the contexts a shift of terminal t may lead to */
+    B_NEXT_CTX,         /* int32[...] */
+    B_EOS_ROW,          /* int32[W]: the end-of-sequence tokens */
     NUM_BUFFERS
 };
 
 static const int buffer_itemsize[NUM_BUFFERS] = {
     4, 4, 4, 4, 4, 8, 4, 1, 1, 1, 8, 4, 8, 1, 4, 8, 8, 8, 8, 8, 4, 4, 8, 4, 4, 4,
+    4, 4, 4, 4, 8, 4, 4,
 };
 
 typedef struct {
@@ -176,6 +184,20 @@ typedef struct {
     Column combo_at;   /* per combo: where its list starts in combo_list */
     uint32_t *combo_rows; /* per combo: the OR of its dense rows, W words */
     size_t num_combos, combo_capacity;
+    /* Mask rows (see "mask rows" below): bytes objects by row id, and their caches. */
+    PyObject **rows;
+    size_t num_rows, rows_capacity;
+    Map row_exact;      /* stack << 32 | lexer state -> pack(row, floor) */
+    Map row_suffix;     /* hash of (lexer state, top states) -> suffix entry */
+    Column suffix_at;   /* per suffix entry: where (state, length, row, states...) start */
+    Column suffix_pool;
+    Map suffix_lengths; /* lexer state << 32 | top state -> first length entry */
+    Column length_value, length_next; /* linked lists of suffix lengths, oldest first */
+    Map union_rows;     /* hash of a run-id list -> union entry */
+    Column union_at;    /* per union entry: where (row, count, run ids...) start */
+    Column union_pool;
+    Map interned;       /* digest of a row's bytes -> row id */
+    int32_t num_kill_rows, num_terminals;
     int failed;
 } Parser;
 
@@ -184,6 +206,12 @@ typedef struct {
 #define MAX_COMBOS 2048
 
 #define A(self, i, type) ((const type *)(self)->buffers[i].buf)
+
+/* Every map of a parser, for its constructor and destructor. */
+#define PARSER_MAPS(self)                                                                 \
+    &(self)->stack_ids, &(self)->feed_memo, &(self)->apply_memo, &(self)->xset_memo,      \
+        &(self)->end_memo, &(self)->combo_ids, &(self)->row_exact, &(self)->row_suffix,   \
+        &(self)->suffix_lengths, &(self)->union_rows, &(self)->interned
 
 static inline int64_t pack(int32_t result, int32_t floor) {
     return ((int64_t)(result + 1) << 32) | (uint32_t)floor;
@@ -503,6 +531,281 @@ static int union_into(Parser *self, const int32_t *run_ids, Py_ssize_t num, uint
     return 0;
 }
 
+/* ---- mask rows ------------------------------------------------------------------------- */
+
+/* A row of (parser stack, lexer state) is the union of the state's valid runs, plus, for a
+ * labelled state, the tokens whose first byte ends its lexeme read from the next context's
+ * start (masked by the state's kill row), plus EOS where the text may end. Rows are kept
+ * as bytes objects by id, found by the exact (stack, state) pair or by the top of the stack
+ * down to the floor the row was decided at (the suffix), so one row serves every depth of
+ * a nesting. In Python this bookkeeping cost a few microseconds a row and one a token. */
+
+#define MAX_ROW_ENTRIES 500000 /* cached pairs and suffixes before those caches restart */
+
+static inline uint64_t mix(uint64_t h, uint64_t value) {
+    return (h ^ value) * 1099511628211ull;
+}
+
+/* A 64-bit digest of bytes in four independent lanes (a 16 KB row at 128k tokens). */
+static uint64_t digest_bytes(const unsigned char *bytes, size_t len) {
+    size_t words = (len + 7) / 8;
+    uint64_t lane[4] = {0x243F6A8885A308D3ull, 0x13198A2E03707344ull, 0xA4093822299F31D0ull,
+                        0x082EFA98EC4E6C89ull};
+    const uint64_t prime = 0x9E3779B97F4A7C15ull;
+    for (size_t i = 0; i < words; i++) {
+        uint64_t w = 0;
+        size_t at = i * 8, left = len - at;
+        memcpy(&w, bytes + at, left < 8 ? left : 8);
+        uint64_t h = (lane[i & 3] ^ w) * prime;
+        lane[i & 3] = h ^ (h >> 31);
+    }
+    uint64_t h = (uint64_t)len;
+    for (int i = 0; i < 4; i++) h = (h ^ lane[i]) * prime, h ^= h >> 29;
+    return h;
+}
+
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+static void or_masked(uint32_t *restrict dst, const uint32_t *restrict src,
+                      const uint32_t *restrict mask, size_t n) {
+    for (size_t w = 0; w < n; w++) dst[w] |= src[w] & mask[w];
+}
+
+static inline const uint32_t *row_words(const Parser *self, int32_t row) {
+    return (const uint32_t *)PyBytes_AS_STRING(self->rows[row]);
+}
+
+/* Keep `bytes` (a reference taken over) as the next row id; -1 when out of memory. */
+static int32_t add_row(Parser *self, PyObject *bytes) {
+    if (!bytes) return -1;
+    if (self->num_rows == self->rows_capacity) {
+        size_t capacity = self->rows_capacity ? self->rows_capacity * 2 : 64;
+        PyObject **rows = PyMem_Realloc(self->rows, capacity * sizeof(PyObject *));
+        if (!rows) {
+            Py_DECREF(bytes);
+            return -1;
+        }
+        self->rows = rows;
+        self->rows_capacity = capacity;
+    }
+    self->rows[self->num_rows] = bytes;
+    return (int32_t)self->num_rows++;
+}
+
+/* The id of the row holding these W words: an earlier one with the same bytes, else a
+ * new one. Two rows sharing a digest are both kept (the second outside the map). */
+static int32_t intern_row(Parser *self, const uint32_t *words) {
+    size_t size = (size_t)self->num_words * sizeof(uint32_t);
+    int64_t key = (int64_t)(digest_bytes((const unsigned char *)words, size) >> 1), found;
+    int known = map_get(&self->interned, key, &found);
+    if (known && !memcmp(row_words(self, (int32_t)found), words, size)) return (int32_t)found;
+    int32_t row = add_row(self, PyBytes_FromStringAndSize((const char *)words, (Py_ssize_t)size));
+    if (row < 0 || (!known && map_put(&self->interned, key, row) < 0)) return -1;
+    return row;
+}
+
+/* The union row of the runs `runs`, made once per distinct list of runs. */
+static int32_t union_row(Parser *self, const int32_t *runs, size_t num) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < num; i++) h = mix(h, (uint32_t)runs[i]);
+    int64_t key = (int64_t)(h >> 1), entry;
+    for (; map_get(&self->union_rows, key, &entry); key = (key + 1) & INT64_MAX) {
+        const int32_t *at = self->union_pool.items + self->union_at.items[entry];
+        if ((size_t)at[1] == num && !memcmp(at + 2, runs, num * sizeof(int32_t))) return at[0];
+    }
+    Py_ssize_t size = (Py_ssize_t)self->num_words * 4;
+    PyObject *bytes = PyBytes_FromStringAndSize(NULL, size);
+    if (!bytes) return -1;
+    memset(PyBytes_AS_STRING(bytes), 0, (size_t)size);
+    if (union_into(self, runs, (Py_ssize_t)num, (uint32_t *)PyBytes_AS_STRING(bytes)) < 0) {
+        Py_DECREF(bytes);
+        return -1;
+    }
+    int32_t row = add_row(self, bytes);
+    if (row < 0) return -1;
+    entry = (int64_t)self->union_at.len;
+    if (column_push(&self->union_at, (int32_t)self->union_pool.len) < 0 ||
+        column_push(&self->union_pool, row) < 0 || column_push(&self->union_pool, (int32_t)num) < 0)
+        return -1;
+    for (size_t i = 0; i < num; i++) {
+        if (column_push(&self->union_pool, runs[i]) < 0) return -1;
+    }
+    return map_put(&self->union_rows, key, entry) < 0 ? -1 : row;
+}
+
+/* Suffix entries are (lexer state, length, row, the top `length` parser states). */
+static int64_t suffix_key(const Parser *self, int32_t state, int32_t stack, int32_t length) {
+    uint64_t h = mix(mix(1469598103934665603ull, (uint32_t)state), (uint32_t)length);
+    for (int32_t i = 0, sid = stack; i < length; i++, sid = self->parent.items[sid])
+        h = mix(h, (uint32_t)self->state.items[sid]);
+    return (int64_t)(h >> 1);
+}
+
+static int suffix_matches(const Parser *self, int64_t entry, int32_t state, int32_t stack,
+                          int32_t length) {
+    const int32_t *at = self->suffix_pool.items + self->suffix_at.items[entry];
+    if (at[0] != state || at[1] != length) return 0;
+    for (int32_t i = 0, sid = stack; i < length; i++, sid = self->parent.items[sid]) {
+        if (at[3 + i] != self->state.items[sid]) return 0;
+    }
+    return 1;
+}
+
+/* The row stored for the top `length` states of `stack` at lexer `state`, or -1. */
+static int32_t suffix_get(const Parser *self, int32_t state, int32_t stack, int32_t length) {
+    int64_t key = suffix_key(self, state, stack, length), entry;
+    for (; map_get(&self->row_suffix, key, &entry); key = (key + 1) & INT64_MAX) {
+        if (suffix_matches(self, entry, state, stack, length))
+            return self->suffix_pool.items[self->suffix_at.items[entry] + 2];
+    }
+    return -1;
+}
+
+static int suffix_put(Parser *self, int32_t state, int32_t stack, int32_t length, int32_t row) {
+    int64_t key = suffix_key(self, state, stack, length), entry;
+    for (; map_get(&self->row_suffix, key, &entry); key = (key + 1) & INT64_MAX) {
+        if (suffix_matches(self, entry, state, stack, length)) {
+            self->suffix_pool.items[self->suffix_at.items[entry] + 2] = row;
+            return 0;
+        }
+    }
+    entry = (int64_t)self->suffix_at.len;
+    if (column_push(&self->suffix_at, (int32_t)self->suffix_pool.len) < 0 ||
+        column_push(&self->suffix_pool, state) < 0 || column_push(&self->suffix_pool, length) < 0 ||
+        column_push(&self->suffix_pool, row) < 0)
+        return -1;
+    for (int32_t i = 0, sid = stack; i < length; i++, sid = self->parent.items[sid]) {
+        if (column_push(&self->suffix_pool, self->state.items[sid]) < 0) return -1;
+    }
+    return map_put(&self->row_suffix, key, entry);
+}
+
+/* Remember that rows at (lexer state, top state) were decided by `length` top states. */
+static int add_length(Parser *self, int64_t top_key, int32_t length) {
+    int64_t at;
+    int32_t last = -1;
+    if (map_get(&self->suffix_lengths, top_key, &at)) {
+        for (; at >= 0; at = self->length_next.items[at]) {
+            if (self->length_value.items[at] == length) return 0;
+            last = (int32_t)at;
+        }
+    }
+    int32_t fresh = (int32_t)self->length_value.len;
+    if (column_push(&self->length_value, length) < 0 || column_push(&self->length_next, -1) < 0)
+        return -1;
+    if (last >= 0) {
+        self->length_next.items[last] = fresh;
+        return 0;
+    }
+    return map_put(&self->suffix_lengths, top_key, fresh);
+}
+
+/* Past MAX_ROW_ENTRIES the pair and suffix caches start over (the rows stay), so a
+ * long-running server does not grow without bound. */
+static int clear_row_caches(Parser *self) {
+    Map *maps[] = {&self->row_exact, &self->row_suffix, &self->suffix_lengths};
+    for (int i = 0; i < 3; i++) {
+        map_free(maps[i]);
+        if (map_init(maps[i], 1024) < 0) return -1;
+    }
+    self->suffix_at.len = self->suffix_pool.len = 0;
+    self->length_value.len = self->length_next.len = 0;
+    return 0;
+}
+
+static int64_t row_of(Parser *self, int32_t stack, int32_t state);
+
+/* The row of one configuration, computed; its floor into *floor_out. -1 when failed. */
+static int32_t compute_row(Parser *self, int32_t stack, int32_t state, int32_t *floor_out) {
+    int32_t floor = valid_runs(self, stack, state);
+    int64_t eos = config_accepts_end(self, stack, state);
+    floor = min32(floor, unpack_floor(eos));
+    *floor_out = floor;
+    if (self->failed) return -1;
+    int32_t base = union_row(self, self->valid.items, self->valid.len);
+    int32_t kill = A(self, B_STATE_KILL, int32_t)[state];
+    int with_eos = unpack_result(eos) == 1;
+    if (base < 0 || (kill < 0 && !with_eos)) return base;
+    size_t words = (size_t)self->num_words;
+    uint32_t *acc = PyMem_Malloc(words * sizeof(uint32_t) + 1);
+    if (!acc) return -1;
+    memcpy(acc, row_words(self, base), words * sizeof(uint32_t));
+    if (kill >= 0) {
+        /* Tokens whose first byte ends this lexeme: the next lexeme's start-state row, on
+         * the stack after the terminal (the same stack for an ignored one). */
+        const uint32_t *kill_row = A(self, B_KILL_MASKS, uint32_t) + (size_t)kill * words;
+        const int32_t *context_start = A(self, B_CONTEXT_START, int32_t);
+        int32_t label = A(self, B_LABEL, int32_t)[state];
+        if (A(self, B_IGNORED, uint8_t)[label]) {
+            int32_t restart = A(self, B_RESTART, int32_t)[state];
+            int64_t sub = row_of(self, stack, context_start[restart]);
+            floor = min32(floor, unpack_floor(sub));
+            if (unpack_result(sub) >= 0)
+                or_masked(acc, row_words(self, unpack_result(sub)), kill_row, words);
+        } else {
+            const int64_t *ctx_start = A(self, B_NEXT_CTX_START, int64_t);
+            const int32_t *next_ctx = A(self, B_NEXT_CTX, int32_t);
+            const int32_t *context_of_state = A(self, B_CONTEXT_OF_STATE, int32_t);
+            for (int64_t i = ctx_start[label]; i < ctx_start[label + 1]; i++) {
+                int64_t fed = feed(self, stack, label);
+                floor = min32(floor, unpack_floor(fed));
+                int32_t after = unpack_result(fed);
+                if (after < 0 || context_of_state[self->state.items[after]] != next_ctx[i])
+                    continue;
+                int64_t sub = row_of(self, after, context_start[next_ctx[i]]);
+                floor = min32(floor, unpack_floor(sub));
+                if (unpack_result(sub) >= 0)
+                    or_masked(acc, row_words(self, unpack_result(sub)), kill_row, words);
+            }
+        }
+    }
+    if (with_eos) or_words(acc, A(self, B_EOS_ROW, uint32_t), words);
+    int32_t row = self->failed ? -1 : intern_row(self, acc);
+    PyMem_Free(acc);
+    *floor_out = floor;
+    return row;
+}
+
+/* pack(row id, floor) of one unconstrained configuration: cached by the pair, then by the
+ * stack's top down to the floor, else computed. A failed one (out of memory) has row -1
+ * and sets self->failed. */
+static int64_t row_of(Parser *self, int32_t stack, int32_t state) {
+    int64_t key = ((int64_t)stack << 32) | (uint32_t)state, hit;
+    if (map_get(&self->row_exact, key, &hit)) return hit;
+    int32_t depth = self->depth.items[stack];
+    int64_t top_key = ((int64_t)state << 32) | (uint32_t)self->state.items[stack], at;
+    if (map_get(&self->suffix_lengths, top_key, &at)) {
+        for (; at >= 0; at = self->length_next.items[at]) {
+            int32_t length = self->length_value.items[at];
+            if (length > depth + 1) continue; /* a longer stack's suffix: not this one's */
+            int32_t row = suffix_get(self, state, stack, length);
+            if (row >= 0) {
+                int64_t out = pack(row, depth - length + 1);
+                if (map_put(&self->row_exact, key, out) < 0) self->failed = 1;
+                return out;
+            }
+        }
+    }
+    if (self->row_exact.len + self->suffix_at.len > MAX_ROW_ENTRIES &&
+        clear_row_caches(self) < 0) {
+        self->failed = 1;
+        return pack(-1, depth);
+    }
+    int32_t floor;
+    int32_t row = compute_row(self, stack, state, &floor);
+    if (row < 0) {
+        self->failed = 1;
+        return pack(-1, floor);
+    }
+    int32_t length = depth - floor + 1;
+    int64_t out = pack(row, floor);
+    if (add_length(self, top_key, length) < 0 || suffix_put(self, state, stack, length, row) < 0 ||
+        map_put(&self->row_exact, key, out) < 0)
+        self->failed = 1;
+    return out;
+}
+
 /* ---- Python glue ---------------------------------------------------------------------- */
 
 static int acquire_sequences(Parser *self, Py_buffer views[3]) {
@@ -649,6 +952,44 @@ static PyObject *Parser_union(Parser *self, PyObject *arg) {
     return row;
 }
 
+static PyObject *Parser_row(Parser *self, PyObject *const *args, Py_ssize_t nargs) {
+    long long stack, state;
+    if (two_ints(args, nargs, &stack, &state) < 0 || check_stack(self, stack) < 0 ||
+        check_range(state, self->num_lexer_states, "lexer state") < 0)
+        return NULL;
+    int64_t key = ((int64_t)stack << 32) | (uint32_t)state, out;
+    if (!map_get(&self->row_exact, key, &out)) { /* the sequences only for a new pair */
+        Py_buffer views[3];
+        if (acquire_sequences(self, views) < 0) return NULL;
+        out = row_of(self, (int32_t)stack, (int32_t)state);
+        release_sequences(self, views);
+    }
+    return finish(self, out, 0);
+}
+
+static PyObject *Parser_row_bytes(Parser *self, PyObject *arg) {
+    long long row = PyLong_AsLongLong(arg);
+    if ((row == -1 && PyErr_Occurred()) ||
+        check_range(row, (Py_ssize_t)self->num_rows, "row") < 0)
+        return NULL;
+    return Py_NewRef(self->rows[row]);
+}
+
+static PyObject *Parser_intern(Parser *self, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    int32_t row = -2;
+    if (view.len != (Py_ssize_t)self->num_words * 4)
+        PyErr_Format(PyExc_ValueError, "intern: expected a row of %d int32 words",
+                     self->num_words);
+    else
+        row = intern_row(self, view.buf);
+    PyBuffer_Release(&view);
+    if (row == -2) return NULL;
+    if (row < 0) return PyErr_NoMemory();
+    return PyLong_FromLong(row);
+}
+
 static PyObject *Parser_top(Parser *self, PyObject *arg) {
     long long stack = PyLong_AsLongLong(arg);
     if ((stack == -1 && PyErr_Occurred()) || check_stack(self, stack) < 0) return NULL;
@@ -681,15 +1022,24 @@ static PyObject *Parser_num_stacks(Parser *self, void *closure) {
     return PyLong_FromSize_t(self->state.len);
 }
 
+static PyObject *Parser_num_rows(Parser *self, void *closure) {
+    (void)closure;
+    return PyLong_FromSize_t(self->num_rows);
+}
+
 static void Parser_dealloc(Parser *self) {
     for (int i = 0; i < self->held; i++) PyBuffer_Release(&self->buffers[i]);
     for (int i = 0; i < 3; i++) Py_XDECREF(self->seq_columns[i]);
-    Column *columns[] = {&self->parent, &self->state,      &self->depth,   &self->valid,
-                         &self->dense,  &self->combo_list, &self->combo_at};
-    for (int i = 0; i < 7; i++) PyMem_Free(columns[i]->items);
-    Map *maps[] = {&self->stack_ids, &self->feed_memo, &self->apply_memo, &self->xset_memo,
-                   &self->end_memo,  &self->combo_ids};
-    for (int i = 0; i < 6; i++) map_free(maps[i]);
+    Column *columns[] = {&self->parent,      &self->state,        &self->depth,
+                         &self->valid,       &self->dense,        &self->combo_list,
+                         &self->combo_at,    &self->suffix_at,    &self->suffix_pool,
+                         &self->length_value, &self->length_next, &self->union_at,
+                         &self->union_pool};
+    for (size_t i = 0; i < sizeof(columns) / sizeof(*columns); i++) PyMem_Free(columns[i]->items);
+    Map *maps[] = {PARSER_MAPS(self)};
+    for (size_t i = 0; i < sizeof(maps) / sizeof(*maps); i++) map_free(maps[i]);
+    for (size_t i = 0; i < self->num_rows; i++) Py_DECREF(self->rows[i]);
+    PyMem_Free(self->rows);
     PyMem_Free(self->dense_stamp);
     PyMem_Free(self->combo_rows);
     Py_TYPE(self)->tp_free((PyObject *)self);
@@ -697,6 +1047,37 @@ static void Parser_dealloc(Parser *self) {
 
 static Py_ssize_t items(Parser *self, int i) {
     return self->buffers[i].len / buffer_itemsize[i];
+}
+
+/* The tables a row reads past the parser's own, checked once: every id in range. */
+static int check_row_tables(Parser *self) {
+    const int32_t *label = A(self, B_LABEL, int32_t), *kill = A(self, B_STATE_KILL, int32_t);
+    const int32_t *restart = A(self, B_RESTART, int32_t);
+    const int32_t *context_start = A(self, B_CONTEXT_START, int32_t);
+    const int64_t *ctx_start = A(self, B_NEXT_CTX_START, int64_t);
+    const int32_t *next_ctx = A(self, B_NEXT_CTX, int32_t);
+    Py_ssize_t num_next = items(self, B_NEXT_CTX);
+    for (int32_t q = 0; q < self->num_lexer_states; q++) {
+        if (label[q] < -1 || label[q] >= self->num_terminals || kill[q] < -1 ||
+            kill[q] >= self->num_kill_rows || (kill[q] >= 0 && label[q] < 0) ||
+            restart[q] < -1 || restart[q] >= self->num_contexts)
+            goto bad;
+        if (kill[q] >= 0 && A(self, B_IGNORED, uint8_t)[label[q]] && restart[q] < 0) goto bad;
+    }
+    for (int32_t k = 0; k < self->num_contexts; k++) {
+        if (context_start[k] < 0 || context_start[k] >= self->num_lexer_states) goto bad;
+    }
+    for (int32_t t = 0; t < self->num_terminals; t++) {
+        if (ctx_start[t] < 0 || ctx_start[t] > ctx_start[t + 1] || ctx_start[t + 1] > num_next)
+            goto bad;
+    }
+    for (Py_ssize_t i = 0; i < num_next; i++) {
+        if (next_ctx[i] < 0 || next_ctx[i] >= self->num_contexts) goto bad;
+    }
+    return 0;
+bad:
+    PyErr_SetString(PyExc_ValueError, "Parser: a row table holds an id out of range");
+    return -1;
 }
 
 static PyObject *Parser_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
@@ -752,14 +1133,20 @@ static PyObject *Parser_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
         items(self, B_RUN_START) != self->num_runs + 1 ||
         items(self, B_GROUP_TOKEN_START) != self->num_groups + 1 ||
         items(self, B_XSET_START) != self->num_xsets + 1 ||
-        items(self, B_LABEL) != self->num_lexer_states) {
+        items(self, B_LABEL) != self->num_lexer_states ||
+        items(self, B_STATE_KILL) != self->num_lexer_states ||
+        items(self, B_RESTART) != self->num_lexer_states ||
+        items(self, B_CONTEXT_START) != num_contexts || items(self, B_EOS_ROW) != num_words ||
+        items(self, B_NEXT_CTX_START) != items(self, B_IGNORED) + 1) {
         PyErr_SetString(PyExc_ValueError, "Parser: inconsistent table sizes");
         goto fail;
     }
+    self->num_terminals = (int32_t)items(self, B_IGNORED);
+    self->num_kill_rows = num_words ? (int32_t)(items(self, B_KILL_MASKS) / num_words) : 0;
+    if (check_row_tables(self) < 0) goto fail;
     self->dense_stamp = PyMem_Calloc((size_t)self->num_masks + 1, sizeof(uint32_t));
-    Map *maps[] = {&self->stack_ids, &self->feed_memo, &self->apply_memo, &self->xset_memo,
-                   &self->end_memo,  &self->combo_ids};
-    for (int i = 0; i < 6; i++) {
+    Map *maps[] = {PARSER_MAPS(self)};
+    for (size_t i = 0; i < sizeof(maps) / sizeof(*maps); i++) {
         if (map_init(maps[i], 1024) < 0) goto oom;
     }
     if (!self->dense_stamp || column_push(&self->parent, -1) < 0 ||
@@ -773,53 +1160,7 @@ fail:
     return NULL;
 }
 
-/* ---- module functions: interning mask rows ------------------------------------------ */
-
-static int row_buffer(PyObject *obj, Py_buffer *view) {
-    return PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS);
-}
-
-/* A 64-bit digest of a row's bytes, in four independent lanes (Python's hash of a 16 KB
- * bytes object costs several microseconds, and a first walk interns hundreds of rows). */
-static PyObject *row_digest(PyObject *module, PyObject *arg) {
-    (void)module;
-    Py_buffer view;
-    if (row_buffer(arg, &view) < 0) return NULL;
-    const unsigned char *bytes = view.buf;
-    size_t words = ((size_t)view.len + 7) / 8;
-    uint64_t lane[4] = {0x243F6A8885A308D3ull, 0x13198A2E03707344ull, 0xA4093822299F31D0ull,
-                        0x082EFA98EC4E6C89ull};
-    const uint64_t prime = 0x9E3779B97F4A7C15ull;
-    for (size_t i = 0; i < words; i++) {
-        uint64_t w = 0;
-        size_t at = i * 8, left = (size_t)view.len - at;
-        memcpy(&w, bytes + at, left < 8 ? left : 8);
-        uint64_t h = (lane[i & 3] ^ w) * prime;
-        lane[i & 3] = h ^ (h >> 31);
-    }
-    uint64_t h = (uint64_t)view.len;
-    for (int i = 0; i < 4; i++) h = (h ^ lane[i]) * prime, h ^= h >> 29;
-    PyBuffer_Release(&view);
-    return PyLong_FromUnsignedLongLong(h);
-}
-
-static PyObject *same_row(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    (void)module;
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "same_row(a, b) takes two rows");
-        return NULL;
-    }
-    Py_buffer a, b;
-    if (row_buffer(args[0], &a) < 0) return NULL;
-    if (row_buffer(args[1], &b) < 0) {
-        PyBuffer_Release(&a);
-        return NULL;
-    }
-    int same = a.len == b.len && !memcmp(a.buf, b.buf, (size_t)a.len);
-    PyBuffer_Release(&a);
-    PyBuffer_Release(&b);
-    return PyBool_FromLong(same);
-}
+/* ---- module functions ------------------------------------------------------------- */
 
 /* write_row(bitmask, row, src): src into row `row` of an int32 [W'] or [B, W'] bitmask,
  * zeroing the words past src. numpy's copy of one row cost about a microsecond of view
@@ -974,10 +1315,6 @@ static PyMethodDef module_functions[] = {
      "token_positions, token_ids, state, out): items each token adds to a lexeme"},
     {"write_row", (PyCFunction)(void (*)(void))write_row, METH_FASTCALL,
      "write_row(bitmask, row, src): src into one row of an int32 bitmask, zeros past it"},
-    {"row_digest", (PyCFunction)row_digest, METH_O,
-     "row_digest(row) -> a 64-bit digest of its bytes"},
-    {"same_row", (PyCFunction)(void (*)(void))same_row, METH_FASTCALL,
-     "same_row(a, b) -> whether two rows hold the same bytes"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -997,6 +1334,13 @@ static PyMethodDef Parser_methods[] = {
      METH_FASTCALL, "config_accepts_end(stack, lexer_state) -> (whether EOS may follow, floor)"},
     {"union", (PyCFunction)Parser_union, METH_O,
      "union(runs) -> int32[W] bytes: the OR of the groups of some runs (int32 ids as bytes)"},
+    {"row", (PyCFunction)(void (*)(void))Parser_row, METH_FASTCALL,
+     "row(stack, lexer_state) -> (row id, floor): the allowed tokens of one unconstrained "
+     "configuration (`row_bytes`)"},
+    {"row_bytes", (PyCFunction)Parser_row_bytes, METH_O,
+     "row_bytes(row) -> int32[W] bytes of a row id"},
+    {"intern", (PyCFunction)Parser_intern, METH_O,
+     "intern(row) -> the id of the row with these int32[W] words (one per distinct row)"},
     {"top", (PyCFunction)Parser_top, METH_O,
      "top(stack) -> (its top parser state, its depth: 0 at the start)"},
     {"suffix", (PyCFunction)(void (*)(void))Parser_suffix, METH_FASTCALL,
@@ -1006,6 +1350,7 @@ static PyMethodDef Parser_methods[] = {
 
 static PyGetSetDef Parser_getset[] = {
     {"num_stacks", (getter)Parser_num_stacks, NULL, "interned stacks so far", NULL},
+    {"num_rows", (getter)Parser_num_rows, NULL, "rows made so far (ids below this)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

@@ -21,9 +21,15 @@ if TYPE_CHECKING:
     from fsmcompile.index.grammar_walk import SequenceTable
 
 
-def parser_for(index: GrammarIndex, sequences: SequenceTable, num_words: int) -> Parser:
+def parser_for(
+    index: GrammarIndex,
+    sequences: SequenceTable,
+    num_words: int,
+    eos_row: npt.NDArray[np.int32],
+) -> Parser:
     """The C parser of `index`, reading `sequences` (which the runtime extends) for the
-    emitted sequences, and writing mask rows of `num_words` int32 words."""
+    emitted sequences, and making mask rows of `num_words` int32 words (`eos_row` where
+    the text may end)."""
     table = index.table
     lexer = index.lexer
     num_terminals = len(index.terminal_names)
@@ -47,6 +53,12 @@ def parser_for(index: GrammarIndex, sequences: SequenceTable, num_words: int) ->
     masks = index.masks
     if masks.shape[0] and masks.shape[1] != num_words:
         raise ValueError(f"dense rows have {masks.shape[1]} words, expected {num_words}")
+    kill_masks = index.kill_masks
+    if kill_masks.shape[0] and kill_masks.shape[1] != num_words:
+        raise ValueError(f"kill rows have {kill_masks.shape[1]} words, expected {num_words}")
+    next_contexts = index.next_contexts()
+    next_ctx_start = np.zeros(num_terminals + 1, dtype=np.int64)
+    np.cumsum([len(c) for c in next_contexts], out=next_ctx_start[1:])
 
     def i32(values: npt.ArrayLike) -> npt.NDArray[np.int32]:
         return np.ascontiguousarray(values, dtype=np.int32).reshape(-1)
@@ -84,6 +96,13 @@ def parser_for(index: GrammarIndex, sequences: SequenceTable, num_words: int) ->
         i32(index.group_tokens),
         i32(masks),
         i32(lexer.label),
+        i32(index.state_kill),
+        i32(kill_masks),
+        i32(lexer.restart_context),
+        i32(context_start),
+        next_ctx_start,
+        i32([c for contexts in next_contexts for c in contexts]),
+        i32(eos_row),
     )
     return Parser(
         buffers,

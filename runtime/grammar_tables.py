@@ -4,8 +4,9 @@ The LALR parser runs on interned stacks (a stack is a node id whose parent is th
 below), so every question the masks ask (can this terminal be shifted here, does this
 emitted sequence land in that lexer context, may the text end) is a memo lookup after its
 first answer, and every matcher of the index shares the answers. The parser, its memos
-and a row's checks and union are C (`_native.c`, built from `grammar_parser.py`): a first
-walk meets a new row at about 40% of its tokens, and in Python each cost 20-70 µs.
+and the rows (their checks, unions, caches and interning) are C (`_native.c`, built from
+`grammar_parser.py`): a first walk meets a new row at about 40% of its tokens, and in
+Python each cost 20-70 µs.
 
 A mask row depends on the lexer state and on the top of the stack down to the deepest
 state the parser read while deciding it (the "floor"); rows are cached by that suffix, so
@@ -43,7 +44,6 @@ from fsmcompile.index.grammar_walk import (
 from fsmcompile.index.int_columns import int_column
 from fsmcompile.memo import StageMemo
 
-from ._native import row_digest, same_row
 from .counted import items_grown
 from .grammar_parser import parser_for
 from .jump_forward import FORCED_MAX_BYTES, accepted_prefix, byte_classes, forced_encoding
@@ -107,8 +107,8 @@ class GrammarTables:
             num_contexts=num_contexts + num_context_sets,
         )
         self._constraints = ConstraintTable()
-        # The parser, its memos and the rows' checks and unions, in C.
-        self._parser = parser_for(index, self._sequences, self.num_words)
+        # The parser, its memos and the rows' checks, unions and caches, in C.
+        self._parser = parser_for(index, self._sequences, self.num_words, self.eos_row)
         self._state_xset = int_column(index.state_xset)
         self._char_bound = int_column(lexer.char_bound)
         if max(self._char_bound, default=-1) >= 0:
@@ -121,9 +121,6 @@ class GrammarTables:
         self._fingerprint = vocab.fingerprint
         self._lexeme_keys: dict[int, tuple[str, bytes]] = {}
         self._too_long: dict[tuple[int, int], npt.NDArray[np.int32]] = {}
-        self._state_kill = int_column(index.state_kill)
-        self._kill_masks = index.kill_masks
-        self._context_start = int_column(lexer.context_start)
         # The lexer's moves and item starts by state * classes + class, read an item at a
         # time through memoryviews of the index's own arrays (no copy).
         self._class_of_byte: list[int] = lexer.class_of_byte.tolist()
@@ -134,16 +131,11 @@ class GrammarTables:
         self._class_size, self._class_byte = byte_classes(lexer.class_of_byte, num_classes)
         # Widest classes first: inside a string one wide class tells that nothing is forced.
         self._classes_by_size = sorted(range(num_classes), key=lambda c: -self._class_size[c])
-        self._restart = int_column(lexer.restart_context)
         self._token_bytes = vocab.token_bytes
         self._text_token = np.zeros(self.vocab_size, dtype=np.bool_)
         self._text_token[vocab.text_token_ids] = True
-        # Caches (values carry the shallowest stack depth the parser read, the "floor").
-        # Keys pairing a stack with a lexer state are packed into one int (`stack << 32 |
-        # state`): an int hashes far faster than a tuple.
-        self._row_exact: dict[int, tuple[npt.NDArray[np.int32], int]] = {}
-        self._row_suffix: dict[tuple[int, tuple[int, ...]], npt.NDArray[np.int32]] = {}
-        self._suffix_lengths: dict[tuple[int, int], tuple[int, ...]] = {}
+        # The parser's rows by id (`config_row`), and caches by configuration set.
+        self._rows: list[npt.NDArray[np.int32]] = []
         self._outcomes: dict[tuple[int, int, int], tuple[Outcome, ...]] = {}
         self._byte_outcomes: dict[tuple[int, int, int], tuple[Outcome, ...]] = {}
         self._forced: dict[tuple[tuple[Config, ...], bool], Forced] = {}
@@ -151,107 +143,40 @@ class GrammarTables:
         self._moving: dict[int, tuple[int, ...]] = {}
         self._hits: dict[int, npt.NDArray[np.int32]] = {}
         self._set_rows: dict[tuple[Config, ...], npt.NDArray[np.int32]] = {}
-        self._unions: dict[bytes, npt.NDArray[np.int32]] = {}
-        self._row_store: dict[int, npt.NDArray[np.int32]] = {}
 
     # -- masks ----------------------------------------------------------------------------
 
     def config_row(self, stack: int, state: int) -> tuple[npt.NDArray[np.int32], int]:
         """int32[W]: tokens (and EOS) allowed for one unconstrained configuration, and the
-        shallowest stack depth that decided it."""
-        key = stack << 32 | state
-        hit = self._row_exact.get(key)
-        if hit is not None:
-            return hit
-        parser = self._parser
-        top_state, depth = parser.top(stack)
-        top = (state, top_state)
-        for length in self._suffix_lengths.get(top, ()):
-            if length > depth + 1:
-                continue  # a longer stack's suffix: not this one's
-            shared = self._row_suffix.get((state, parser.suffix(stack, length)))
-            if shared is not None:
-                hit = (shared, depth - length + 1)
-                self._row_exact[key] = hit
-                return hit
-        if len(self._row_exact) + len(self._row_suffix) > _MAX_ROW_ENTRIES:
-            self._bound_caches()
-        row, floor = self._compute_row(stack, state)
-        length = depth - floor + 1
-        lengths = self._suffix_lengths.get(top, ())
-        if length not in lengths:  # a tuple of ints: the collector stops tracking it
-            self._suffix_lengths[top] = (*lengths, length)
-        self._row_suffix[(state, parser.suffix(stack, length))] = row
-        self._row_exact[key] = (row, floor)
-        return row, floor
+        shallowest stack depth that decided it. Computed and cached in C (`Parser.row`)."""
+        row, floor = self._parser.row(stack, state)
+        rows = self._rows
+        return (rows[row] if row < len(rows) else self._new_rows(row)), floor
+
+    def _new_rows(self, row: int) -> npt.NDArray[np.int32]:
+        """Row `row` and every other row the parser made since the last call, as read-only
+        arrays over its bytes (no copy), kept by id."""
+        parser, rows = self._parser, self._rows
+        rows.extend(
+            np.frombuffer(parser.row_bytes(i), dtype=_INT32) for i in range(len(rows), row + 1)
+        )
+        return rows[row]
 
     def _intern_row(self, row: npt.NDArray[np.int32]) -> npt.NDArray[np.int32]:
-        """The one stored copy of a row with these bits (read-only).
-
-        Thousands of (stack, lexer state) pairs share a few hundred distinct rows; keeping
-        one copy each bounds memory by the distinct masks (16 KB each at 128k tokens), not
-        by the stacks seen. Rows are found by a 64-bit digest and compared in C (hashing a
-        16 KB bytes key in Python cost several microseconds a row). `row` is taken over.
-        """
-        digest = row_digest(row)
-        stored = self._row_store.get(digest)
-        if stored is not None and same_row(stored, row):
-            return stored
-        row.setflags(write=False)
-        if stored is None:  # else two rows share a digest: the second is kept apart
-            self._row_store[digest] = row
-        return row
+        """The one stored copy of a row with these bits (read-only): thousands of
+        configuration sets share a few hundred distinct rows, 16 KB each at 128k tokens."""
+        interned = self._parser.intern(row)
+        rows = self._rows
+        return rows[interned] if interned < len(rows) else self._new_rows(interned)
 
     def _bound_caches(self) -> None:
-        """Past `_MAX_ROW_ENTRIES` cached pairs the pair caches start over (the interned
-        rows stay), so a long-running server does not grow without bound."""
-        if len(self._row_exact) + len(self._row_suffix) > _MAX_ROW_ENTRIES:
-            self._row_exact.clear()
-            self._row_suffix.clear()
-            self._suffix_lengths.clear()
+        """Past `_MAX_ROW_ENTRIES` cached configuration sets those caches start over (the
+        rows stay, and the parser bounds its own), so a long-running server does not grow
+        without bound."""
+        if len(self._set_rows) + len(self._forced) + len(self._forced_ids) > _MAX_ROW_ENTRIES:
             self._set_rows.clear()
             self._forced.clear()
             self._forced_ids.clear()
-
-    def _compute_row(self, stack: int, state: int) -> tuple[npt.NDArray[np.int32], int]:
-        # Cost: one memoized parser step per distinct (sequence before the last terminal,
-        # last terminal) of `state`'s runs the stack does not reject earlier, one exit-set
-        # check per surviving run, then one OR over the valid runs' rows and token lists
-        # (cached by the runs: many stacks validate the same runs of a state), all in C.
-        # Runs once per cache miss.
-        parser = self._parser
-        valid, floor, eos = parser.row_plan(stack, state)
-        union = self._unions.get(valid)
-        if union is None:  # read-only: a view of the bytes
-            union = self._unions[valid] = np.frombuffer(parser.union(valid), dtype=_INT32)
-        extra: list[npt.NDArray[np.int32]] = []  # bits beyond the union
-        kill = self._state_kill[state]
-        if kill >= 0:
-            # Tokens whose first byte ends this lexeme: the next lexeme's start-state row,
-            # on the stack after the terminal (the same stack for an ignored one).
-            label = self._label[state]
-            kill_row = self._kill_masks[kill]
-            if self._ignored[label]:
-                sub, f = self.config_row(stack, self._context_start[self._restart[state]])
-                floor = min(floor, f)
-                extra.append(sub & kill_row)
-            else:
-                for ctx in self._next_contexts[label]:
-                    after, f = parser.apply(stack, self._sequences.extend(0, label, ctx))
-                    floor = min(floor, f)
-                    if after < 0:
-                        continue
-                    sub, f = self.config_row(after, self._context_start[ctx])
-                    floor = min(floor, f)
-                    extra.append(sub & kill_row)
-        if eos:
-            extra.append(self.eos_row)
-        if not extra:  # the union is a read-only row of its own: no copy, no hashing
-            return union, floor
-        row = union.copy()
-        for bits in extra:
-            row |= bits
-        return self._intern_row(row), floor
 
     def constraint_row(self, cid: int) -> npt.NDArray[np.int32]:
         """int32[W]: tokens that would take an open constraint to a label (forbidden)."""
@@ -279,7 +204,9 @@ class GrammarTables:
             stack, state, cid, count = configs[0]
             bound = self._char_bound[state]  # `_room`, inlined: every token asks
             if cid == 0 and (bound < 0 or bound - count >= self._longest_token):
-                return self.config_row(stack, state)[0]
+                row_id = self._parser.row(stack, state)[0]  # `config_row`, inlined
+                rows = self._rows
+                return rows[row_id] if row_id < len(rows) else self._new_rows(row_id)
         keys = tuple((s, q, cid, self._room(q, n)) for s, q, cid, n in configs)
         key = keys if not fresh else (*keys, (-1, -1, -1, -1))
         row = self._set_rows.get(key)

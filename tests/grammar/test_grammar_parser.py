@@ -5,6 +5,8 @@ of their groups in numpy."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from grammar_checks import bundled_text, compiled
@@ -13,8 +15,8 @@ from hypothesis import strategies as st
 
 from fsmcompile.compiler import compile_json_schema
 from fsmcompile.index.grammar_index import GrammarIndex
-from fsmcompile.runtime._native import Parser, row_digest, same_row
-from fsmcompile.runtime.grammar_parser import entry_runs
+from fsmcompile.runtime._native import Parser
+from fsmcompile.runtime.grammar_parser import entry_runs, parser_for
 from fsmcompile.runtime.grammar_tables import GrammarTables
 
 _INDEXES: dict[str, GrammarIndex] = {}
@@ -190,6 +192,12 @@ def test_bad_arguments_are_refused(gpt2):
     with pytest.raises(IndexError):
         parser.row_plan(0, tables.lexer.num_states)
     with pytest.raises(IndexError):
+        parser.row(0, tables.lexer.num_states)
+    with pytest.raises(IndexError):
+        parser.row(parser.num_stacks, 0)
+    with pytest.raises(IndexError):
+        parser.row_bytes(parser.num_rows)
+    with pytest.raises(IndexError):
         parser.apply(0, 10**9)
     with pytest.raises(ValueError):
         parser.union(np.array([10**9], dtype=np.int32).tobytes())
@@ -202,21 +210,110 @@ def test_bad_arguments_are_refused(gpt2):
         Parser((), (), 1, 1, 0, 0, 1, 1)
 
 
+def _reference_row(tables: GrammarTables, stack: int, state: int, memo: dict) -> np.ndarray:
+    """A row by its definition, from the checked parts (`row_plan`, `union`, `feed`): the
+    union of the valid runs, the next lexeme's start-state rows of the tokens whose first
+    byte ends this one (under the state's kill row), and EOS where the text may end."""
+    if (stack, state) in memo:
+        return memo[(stack, state)]
+    index, parser = tables.index, tables._parser
+    lexer = index.lexer
+    plan, _, eos = parser.row_plan(stack, state)
+    row = np.frombuffer(parser.union(plan), dtype=np.int32).copy()
+    kill = int(index.state_kill[state])
+    if kill >= 0:
+        label = int(lexer.label[state])
+        if index.ignored[label]:
+            restart = int(lexer.context_start[lexer.restart_context[state]])
+            after_rows = [_reference_row(tables, stack, restart, memo)]
+        else:
+            after_rows = []
+            for ctx in index.next_contexts()[label]:
+                after, _ = parser.feed(stack, label)
+                if after < 0:
+                    continue
+                if int(index.table.context_of_state[parser.top(after)[0]]) == ctx:
+                    start = int(lexer.context_start[ctx])
+                    after_rows.append(_reference_row(tables, after, start, memo))
+        for sub in after_rows:
+            row |= sub & index.kill_masks[kill]
+    if eos:
+        row |= tables.eos_row
+    memo[(stack, state)] = row
+    return row
+
+
+@pytest.mark.parametrize("name", ["json", "sql_select", "schema"])
+def test_row_is_its_definition_whatever_the_order_asked(name, gpt2):
+    """`row` (cached by pair and by the stack's top down to its floor, composed in C)
+    equals the row built from its parts, for tables asked in one order and in the
+    reverse: a floor claimed too shallow would hand one stack another's cached row."""
+    index = _index(name, gpt2)
+    forward, backward = GrammarTables(index), GrammarTables(index)
+    rng = np.random.default_rng(5)
+    paths: list[list[int]] = [[]]
+    while len(paths) < 30:  # random accepted terminal strings
+        path = list(paths[int(rng.integers(len(paths)))])
+        stack = _replay(forward._parser, path)
+        terminals = range(len(index.terminal_names))
+        moves = [t for t in terminals if forward._parser.feed(stack, t)[0] >= 0]
+        if moves:
+            paths.append([*path, moves[int(rng.integers(len(moves)))]])
+    memo: dict = {}
+    killed = 0
+    for path in paths:
+        stack = _replay(forward._parser, path)
+        for state in range(index.lexer.num_states):
+            row, floor = forward.config_row(stack, state)
+            assert 0 <= floor <= _depth(forward._parser, stack)
+            assert not row.flags.writeable
+            reference = _reference_row(forward, stack, state, memo)
+            assert np.array_equal(row, reference), (path, state)
+            killed += int(index.state_kill[state]) >= 0
+    assert killed > 0
+    for path in reversed(paths):  # the same stacks, met in the other order
+        stack = _replay(backward._parser, path)
+        for state in reversed(range(index.lexer.num_states)):
+            row, _ = backward.config_row(stack, state)
+            expected = forward.config_row(_replay(forward._parser, path), state)[0]
+            assert np.array_equal(row, expected), (path, state)
+
+
+def _replay(parser: Parser, terminals: list[int]) -> int:
+    stack = 0
+    for terminal in terminals:
+        stack = parser.feed(stack, terminal)[0]
+    return stack
+
+
 @pytest.mark.parametrize("num_words", [1571, 4008])  # GPT-2 (an odd count) and Llama 3
-def test_row_digest_and_same_row_see_every_bit(num_words):
+def test_interning_sees_every_bit(num_words, gpt2):
+    """Rows are interned by a digest and compared in full: a row differing in any one bit
+    is another row, an equal one the same id."""
+    index = _index("json", gpt2)
+    # The index's tables with blank rows of this width (a Llama 3 row is 4008 words).
+    wide = dataclasses.replace(
+        index,
+        masks=np.zeros((index.masks.shape[0], num_words), dtype=np.int32),
+        kill_masks=np.zeros((index.kill_masks.shape[0], num_words), dtype=np.int32),
+    )
+    sequences = GrammarTables(index)._sequences
+    parser = parser_for(wide, sequences, num_words, np.zeros(num_words, dtype=np.int32))
     rng = np.random.default_rng(num_words)
     row = rng.integers(-(2**31), 2**31, size=num_words, dtype=np.int32)
-    digest = row_digest(row)
-    assert row_digest(row.copy()) == digest and same_row(row, row.copy())
-    seen = {digest}
+    first = parser.intern(row)
+    assert parser.intern(row.copy()) == first
+    assert parser.row_bytes(first) == row.tobytes()
+    seen = {first}
     for word in [0, 1, num_words // 2, num_words - 2, num_words - 1]:
         for bit in range(32):
             other = row.copy()
             other[word] ^= np.int32(-(2**31)) if bit == 31 else np.int32(1 << bit)
-            assert not same_row(row, other)
-            seen.add(row_digest(other))
-    assert len(seen) == 1 + 5 * 32  # every flipped bit, the last word's too, moves it
-    assert not same_row(row, row[:-1])
+            seen.add(parser.intern(other))
+            assert parser.row_bytes(parser.intern(other)) == other.tobytes()
+    assert len(seen) == 1 + 5 * 32
+    with pytest.raises(ValueError):
+        parser.intern(row[:-1])
 
 
 def test_interned_rows_are_shared_and_read_only(gpt2):
@@ -224,12 +321,11 @@ def test_interned_rows_are_shared_and_read_only(gpt2):
     row = np.zeros(tables.num_words, dtype=np.int32)
     row[3] = 5
     stored = tables._intern_row(row)
-    assert stored is row and not stored.flags.writeable
-    again = row.copy()
-    assert tables._intern_row(again) is stored
+    assert np.array_equal(stored, row) and not stored.flags.writeable
+    assert tables._intern_row(row.copy()) is stored
     different = row.copy()
     different[-1] = 1
-    assert tables._intern_row(different) is different
+    assert tables._intern_row(different) is not stored
 
 
 def test_items_grown_refuses_tables_that_do_not_fit():
