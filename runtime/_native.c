@@ -154,12 +154,19 @@ enum {
     B_NEXT_CTX_START,   /* int64[T + 1]: the contexts a shift of terminal t may lead to */
     B_NEXT_CTX,         /* int32[...] */
     B_EOS_ROW,          /* int32[W]: the end-of-sequence tokens */
+    B_TEXT_BYTES,       /* uint8[...]: the text tokens' bytes, end to end */
+    B_TEXT_START,       /* int64[V + 1]: token v's bytes; empty for a token never text */
+    B_MOVES,            /* int32[L * C]: the lexer's next state per byte class, or -1 */
+    B_MOVE_STARTS,      /* uint8[L * C]: whether the move starts a counted item */
+    B_CLASS_OF_BYTE,    /* int32[256] */
+    B_CHAR_BOUND,       /* int32[L]: the most items a counted lexeme may hold, or -1 */
+    B_STATE_XSET,       /* int32[L]: the exit set of each lexer state */
     NUM_BUFFERS
 };
 
 static const int buffer_itemsize[NUM_BUFFERS] = {
     4, 4, 4, 4, 4, 8, 4, 1, 1, 1, 8, 4, 8, 1, 4, 8, 8, 8, 8, 8, 4, 4, 8, 4, 4, 4,
-    4, 4, 4, 4, 8, 4, 4,
+    4, 4, 4, 4, 8, 4, 4, 1, 8, 4, 1, 4, 4, 4,
 };
 
 typedef struct {
@@ -197,7 +204,8 @@ typedef struct {
     Column union_at;    /* per union entry: where (row, count, run ids...) start */
     Column union_pool;
     Map interned;       /* digest of a row's bytes -> row id */
-    int32_t num_kill_rows, num_terminals;
+    int32_t num_kill_rows, num_terminals, num_classes;
+    Py_ssize_t vocab_size;
     int failed;
 } Parser;
 
@@ -806,6 +814,42 @@ static int64_t row_of(Parser *self, int32_t stack, int32_t state) {
     return out;
 }
 
+
+/* ---- advancing inside a lexeme -------------------------------------------------------- */
+
+enum { INSIDE_DEAD = -1, INSIDE_MAY_CUT = -2 };
+
+/* The configuration (stack, lexer state, no constraint, count) after a text token that
+ * stays inside the pending lexeme: the new lexer state, with the items it added in
+ * *grown; INSIDE_DEAD where no reading survives, INSIDE_MAY_CUT where some byte could end
+ * the lexeme (only the full walk, `walk_bytes`, follows that). Most tokens of a first
+ * walk are of this kind. */
+static int32_t advance_inside(Parser *self, int32_t stack, int32_t state, int64_t count,
+                              Py_ssize_t token, int64_t *grown) {
+    *grown = 0;
+    if (token < 0 || token >= self->vocab_size) return INSIDE_DEAD;
+    const int64_t *text_start = A(self, B_TEXT_START, int64_t);
+    const uint8_t *bytes = A(self, B_TEXT_BYTES, uint8_t);
+    int64_t lo = text_start[token], hi = text_start[token + 1];
+    if (lo == hi) return INSIDE_DEAD; /* never text */
+    const int32_t *moves = A(self, B_MOVES, int32_t), *label = A(self, B_LABEL, int32_t);
+    const uint8_t *starts = A(self, B_MOVE_STARTS, uint8_t);
+    const int32_t *class_of_byte = A(self, B_CLASS_OF_BYTE, int32_t);
+    int32_t q = state;
+    for (int64_t i = lo; i < hi; i++) {
+        int64_t move = (int64_t)q * self->num_classes + class_of_byte[bytes[i]];
+        int32_t next = moves[move];
+        if (label[q] >= 0 && (next < 0 || label[next] < 0)) return INSIDE_MAY_CUT;
+        if (next < 0) return INSIDE_DEAD;
+        *grown += starts[move];
+        q = next;
+    }
+    int32_t bound = A(self, B_CHAR_BOUND, int32_t)[state];
+    if (bound >= 0 && bound < count + *grown) return INSIDE_DEAD; /* past the bound */
+    int64_t checked = xset_ok(self, stack, A(self, B_STATE_XSET, int32_t)[q]);
+    return unpack_result(checked) == 1 ? q : INSIDE_DEAD;
+}
+
 /* ---- Python glue ---------------------------------------------------------------------- */
 
 static int acquire_sequences(Parser *self, Py_buffer views[3]) {
@@ -990,6 +1034,32 @@ static PyObject *Parser_intern(Parser *self, PyObject *arg) {
     return PyLong_FromLong(row);
 }
 
+static PyObject *Parser_advance_inside(Parser *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "advance_inside(stack, lexer_state, count, token)");
+        return NULL;
+    }
+    long long values[4];
+    for (int i = 0; i < 4; i++) {
+        values[i] = PyLong_AsLongLong(args[i]);
+        if (values[i] == -1 && PyErr_Occurred()) return NULL;
+    }
+    if (check_stack(self, values[0]) < 0 ||
+        check_range(values[1], self->num_lexer_states, "lexer state") < 0)
+        return NULL;
+    if (values[2] < 0) return PyErr_Format(PyExc_ValueError, "count %lld < 0", values[2]);
+    int64_t grown;
+    int32_t end = advance_inside(self, (int32_t)values[0], (int32_t)values[1], values[2],
+                                 (Py_ssize_t)values[3], &grown);
+    if (self->failed) {
+        self->failed = 0;
+        return PyErr_NoMemory();
+    }
+    if (end == INSIDE_MAY_CUT) Py_RETURN_NONE;
+    if (end == INSIDE_DEAD) return PyTuple_New(0);
+    return Py_BuildValue("((OiiL))", args[0], end, 0, (long long)(values[2] + grown));
+}
+
 static PyObject *Parser_top(Parser *self, PyObject *arg) {
     long long stack = PyLong_AsLongLong(arg);
     if ((stack == -1 && PyErr_Occurred()) || check_stack(self, stack) < 0) return NULL;
@@ -1080,6 +1150,33 @@ bad:
     return -1;
 }
 
+/* The lexer and token tables `advance_inside` reads, checked once: every id in range. */
+static int check_lexer_tables(Parser *self) {
+    const int32_t *moves = A(self, B_MOVES, int32_t);
+    const int32_t *class_of_byte = A(self, B_CLASS_OF_BYTE, int32_t);
+    const int32_t *state_xset = A(self, B_STATE_XSET, int32_t);
+    const int64_t *text_start = A(self, B_TEXT_START, int64_t);
+    Py_ssize_t num_moves = items(self, B_MOVES);
+    for (Py_ssize_t i = 0; i < num_moves; i++) {
+        if (moves[i] < -1 || moves[i] >= self->num_lexer_states) goto bad;
+    }
+    for (int b = 0; b < 256; b++) {
+        if (class_of_byte[b] < 0 || (self->num_lexer_states && class_of_byte[b] >= self->num_classes))
+            goto bad;
+    }
+    for (int32_t q = 0; q < self->num_lexer_states; q++) {
+        if (state_xset[q] < 0 || state_xset[q] >= self->num_xsets) goto bad;
+    }
+    if (text_start[0] != 0 || text_start[self->vocab_size] != items(self, B_TEXT_BYTES)) goto bad;
+    for (Py_ssize_t v = 0; v < self->vocab_size; v++) {
+        if (text_start[v] > text_start[v + 1]) goto bad;
+    }
+    return 0;
+bad:
+    PyErr_SetString(PyExc_ValueError, "Parser: a lexer or token table holds an id out of range");
+    return -1;
+}
+
 static PyObject *Parser_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     static const char *usage =
         "Parser(buffers, seq_columns, num_symbols, num_nonterminals, start_state, end_state, "
@@ -1137,13 +1234,23 @@ static PyObject *Parser_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
         items(self, B_STATE_KILL) != self->num_lexer_states ||
         items(self, B_RESTART) != self->num_lexer_states ||
         items(self, B_CONTEXT_START) != num_contexts || items(self, B_EOS_ROW) != num_words ||
-        items(self, B_NEXT_CTX_START) != items(self, B_IGNORED) + 1) {
+        items(self, B_NEXT_CTX_START) != items(self, B_IGNORED) + 1 ||
+        items(self, B_CLASS_OF_BYTE) != 256 || items(self, B_TEXT_START) < 1 ||
+        items(self, B_CHAR_BOUND) != self->num_lexer_states ||
+        items(self, B_STATE_XSET) != self->num_lexer_states ||
+        items(self, B_MOVE_STARTS) != items(self, B_MOVES) ||
+        (self->num_lexer_states &&
+         items(self, B_MOVES) % self->num_lexer_states != 0)) {
         PyErr_SetString(PyExc_ValueError, "Parser: inconsistent table sizes");
         goto fail;
     }
     self->num_terminals = (int32_t)items(self, B_IGNORED);
     self->num_kill_rows = num_words ? (int32_t)(items(self, B_KILL_MASKS) / num_words) : 0;
-    if (check_row_tables(self) < 0) goto fail;
+    self->num_classes = self->num_lexer_states
+                            ? (int32_t)(items(self, B_MOVES) / self->num_lexer_states)
+                            : 0;
+    self->vocab_size = items(self, B_TEXT_START) - 1;
+    if (check_row_tables(self) < 0 || check_lexer_tables(self) < 0) goto fail;
     self->dense_stamp = PyMem_Calloc((size_t)self->num_masks + 1, sizeof(uint32_t));
     Map *maps[] = {PARSER_MAPS(self)};
     for (size_t i = 0; i < sizeof(maps) / sizeof(*maps); i++) {
@@ -1334,6 +1441,9 @@ static PyMethodDef Parser_methods[] = {
      METH_FASTCALL, "config_accepts_end(stack, lexer_state) -> (whether EOS may follow, floor)"},
     {"union", (PyCFunction)Parser_union, METH_O,
      "union(runs) -> int32[W] bytes: the OR of the groups of some runs (int32 ids as bytes)"},
+    {"advance_inside", (PyCFunction)(void (*)(void))Parser_advance_inside, METH_FASTCALL,
+     "advance_inside(stack, lexer_state, count, token) -> the configurations after a token "
+     "that stays inside the pending lexeme (one, or none), or None where it may cut it"},
     {"row", (PyCFunction)(void (*)(void))Parser_row, METH_FASTCALL,
      "row(stack, lexer_state) -> (row id, floor): the allowed tokens of one unconstrained "
      "configuration (`row_bytes`)"},

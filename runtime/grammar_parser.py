@@ -56,6 +56,7 @@ def parser_for(
     kill_masks = index.kill_masks
     if kill_masks.shape[0] and kill_masks.shape[1] != num_words:
         raise ValueError(f"kill rows have {kill_masks.shape[1]} words, expected {num_words}")
+    text_bytes, text_start = index.vocabulary.text_spans
     next_contexts = index.next_contexts()
     next_ctx_start = np.zeros(num_terminals + 1, dtype=np.int64)
     np.cumsum([len(c) for c in next_contexts], out=next_ctx_start[1:])
@@ -103,6 +104,13 @@ def parser_for(
         next_ctx_start,
         i32([c for contexts in next_contexts for c in contexts]),
         i32(eos_row),
+        np.frombuffer(text_bytes, dtype=np.uint8),
+        text_start,
+        i32(lexer.transitions),
+        u8(lexer.char_start),
+        i32(lexer.class_of_byte),
+        i32(lexer.char_bound),
+        i32(index.state_xset),
     )
     return Parser(
         buffers,

@@ -318,7 +318,16 @@ class GrammarTables:
         return ((0, state, 0, grown, -1),)
 
     def advance(self, configs: tuple[Config, ...], token: int) -> tuple[Config, ...]:
-        """The configurations after a text token; empty if no reading survives."""
+        """The configurations after a text token; empty if no reading survives.
+
+        One unconstrained configuration and a token that stays inside its lexeme (most
+        tokens of a first walk) take the C road (`Parser.advance_inside`); the rest walk
+        every reading (`walk_bytes`, cached per lexer state and token)."""
+        if len(configs) == 1 and not configs[0][2]:
+            stack, state, _, count = configs[0]
+            inside = self._parser.advance_inside(stack, state, count, token)
+            if inside is not None:
+                return inside
         return self._advance(configs, token, self.outcomes)
 
     def _advance(

@@ -123,6 +123,18 @@ class Vocabulary:
         return ids
 
     @cached_property
+    def text_spans(self) -> tuple[bytes, npt.NDArray[np.int64]]:
+        """(the text tokens' bytes end to end, int64[size + 1] where each id's bytes start
+        there): a token that is never text has an empty span. One flat table the runtime's
+        C part reads a token's bytes from, shared by every grammar of this vocabulary."""
+        ids = self.text_token_ids
+        lengths = np.zeros(self.size, dtype=np.int64)
+        lengths[ids] = self.lengths[ids]
+        starts = np.zeros(self.size + 1, dtype=np.int64)
+        np.cumsum(lengths, out=starts[1:])
+        return b"".join([self.token_bytes[i] for i in ids.tolist()]), starts
+
+    @cached_property
     def trie(self) -> TokenTrie:
         """The text tokens as a flat byte trie (built once, shared by every compile)."""
         from fsmcompile.vocabulary.trie import TokenTrie

@@ -14,8 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fsmcompile.compiler import compile_json_schema
+from fsmcompile.index.bits import unpack_row
 from fsmcompile.index.grammar_index import GrammarIndex
 from fsmcompile.runtime._native import Parser
+from fsmcompile.runtime.grammar_matcher import GrammarMatcher
 from fsmcompile.runtime.grammar_parser import entry_runs, parser_for
 from fsmcompile.runtime.grammar_tables import GrammarTables
 
@@ -198,6 +200,12 @@ def test_bad_arguments_are_refused(gpt2):
     with pytest.raises(IndexError):
         parser.row_bytes(parser.num_rows)
     with pytest.raises(IndexError):
+        parser.advance_inside(0, tables.lexer.num_states, 0, 0)
+    with pytest.raises(ValueError):
+        parser.advance_inside(0, 0, -1, 0)
+    with pytest.raises(TypeError):
+        parser.advance_inside(0, 0, 0)
+    with pytest.raises(IndexError):
         parser.apply(0, 10**9)
     with pytest.raises(ValueError):
         parser.union(np.array([10**9], dtype=np.int32).tobytes())
@@ -277,6 +285,83 @@ def test_row_is_its_definition_whatever_the_order_asked(name, gpt2):
             row, _ = backward.config_row(stack, state)
             expected = forward.config_row(_replay(forward._parser, path), state)[0]
             assert np.array_equal(row, expected), (path, state)
+
+
+@pytest.mark.parametrize("name", ["json", "sql_select", "schema"])
+def test_advance_inside_is_the_walk_of_a_token_that_stays_in_its_lexeme(name, gpt2):
+    """`advance_inside` (C) answers as the walk of every reading does wherever the token
+    cannot cut the lexeme, and hands over (None) exactly where it could, along random
+    walks, for every token of the vocabulary: counted lexemes near their bound included."""
+    index = _index(name, gpt2)
+    tables = GrammarTables(index)
+    matcher = GrammarMatcher(index, tables=tables)
+    rng = np.random.default_rng(11)
+    mask = np.zeros(tables.num_words, dtype=np.int32)
+    inside = handed_over = 0
+    for _ in range(12):
+        configs = matcher.configurations
+        if len(configs) == 1 and not configs[0][2]:
+            stack, state, _, count = configs[0]
+            for token in range(-1, gpt2.size + 1):
+                got = tables._parser.advance_inside(stack, state, count, token)
+                expected = tables._advance(configs, token, tables.outcomes)
+                text = 0 <= token < gpt2.size and tables._text_token[token]
+                walked = tables._walk_inside(state, gpt2.token_bytes[token]) if text else ()
+                if walked is None:
+                    assert got is None, token
+                    handed_over += 1
+                else:
+                    assert got == expected, token
+                    inside += len(got)
+        matcher.fill_bitmask(mask)
+        allowed = np.flatnonzero(unpack_row(mask, gpt2.size))
+        text = [t for t in allowed.tolist() if t not in gpt2.eos_token_ids]
+        if not text:
+            break
+        assert matcher.advance(int(rng.choice(text)))
+    assert inside > 0 and handed_over > 0
+
+
+def _inside_answers(tables: GrammarTables, config: tuple[int, int, int, int], vocab):
+    """Compare `advance_inside` with the walk of every reading for every token that stays
+    inside the lexeme of one unconstrained configuration; (such tokens, refused ones)."""
+    stack, state, cid, count = config
+    assert not cid
+    inside = refused = 0
+    for token in range(vocab.size):
+        text = tables._text_token[token]
+        if not text or tables._walk_inside(state, vocab.token_bytes[token]) is None:
+            continue
+        got = tables._parser.advance_inside(stack, state, count, token)
+        assert got == tables._advance((config,), token, tables.outcomes), token
+        inside += 1
+        refused += got == ()
+    return inside, refused
+
+
+def test_advance_inside_refuses_past_a_bound_and_on_a_rejected_exit_set(gpt2):
+    """The two refusals random walks rarely meet: a counted string near its bound (at
+    4 of `maxLength` 6, a token of 3 characters is refused) and an exit set the stack
+    rejects (every lexer state given one)."""
+    index = _index("schema", gpt2)
+    tables = GrammarTables(index)
+    matcher = GrammarMatcher(index, tables=tables)
+    text = gpt2.encode('{"s":"abcd')
+    assert matcher.advance_many(text) == len(text)
+    (config,) = matcher.configurations
+    assert tables._char_bound[config[1]] == 6 and config[3] == 4
+    inside, refused = _inside_answers(tables, config, gpt2)
+    assert 0 < refused < inside
+    # Every state's exit set replaced by one the start stack rejects.
+    parser = tables._parser
+    rejected = next(x for x in range(len(index.xset_start) - 1) if not parser.xset_ok(0, x)[0])
+    blocked = GrammarTables(
+        dataclasses.replace(index, state_xset=np.full_like(index.state_xset, rejected))
+    )
+    start_context = int(index.table.context_of_state[index.table.start_state])
+    start = int(index.lexer.context_start[start_context])
+    inside, refused = _inside_answers(blocked, (0, start, 0, 0), gpt2)
+    assert inside > 0 and refused == inside
 
 
 def _replay(parser: Parser, terminals: list[int]) -> int:
