@@ -850,6 +850,219 @@ static int32_t advance_inside(Parser *self, int32_t stack, int32_t state, int64_
     return unpack_result(checked) == 1 ? q : INSIDE_DEAD;
 }
 
+/* ---- walking a token's bytes through the lexer ---------------------------------------- */
+
+/* One reading of the bytes so far: the terminals emitted (a node of the walk's own tree of
+ * emitted sequences, 0 the empty one), the lexer state, the open constraint states (a set
+ * of the walk's own), and the items grown in the first lexeme / the last one (-1 while it
+ * is the first). */
+typedef struct {
+    int32_t emitted, state, cons, grown, fresh;
+} Reading;
+
+typedef struct {
+    Column em_parent, em_terminal, em_context; /* emitted sequences: node -> parent + step */
+    Column set_start, set_items;               /* constraint sets, each sorted */
+    Reading *cur, *next;
+    size_t num_cur, num_next, capacity;
+    int32_t *scratch;
+    size_t scratch_len, scratch_cap;
+    int failed;
+} Walk;
+
+static void walk_free(Walk *w) {
+    Column *columns[] = {&w->em_parent, &w->em_terminal, &w->em_context, &w->set_start,
+                         &w->set_items};
+    for (size_t i = 0; i < sizeof(columns) / sizeof(*columns); i++) PyMem_Free(columns[i]->items);
+    PyMem_Free(w->cur);
+    PyMem_Free(w->next);
+    PyMem_Free(w->scratch);
+}
+
+static int32_t emitted_node(Walk *w, int32_t parent, int32_t terminal, int32_t context) {
+    for (size_t i = 1; i < w->em_parent.len; i++) {
+        if (w->em_parent.items[i] == parent && w->em_terminal.items[i] == terminal &&
+            w->em_context.items[i] == context)
+            return (int32_t)i;
+    }
+    if (column_push(&w->em_parent, parent) < 0 || column_push(&w->em_terminal, terminal) < 0 ||
+        column_push(&w->em_context, context) < 0) {
+        w->failed = 1;
+        return 0;
+    }
+    return (int32_t)w->em_parent.len - 1;
+}
+
+static int compare_int32(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The id of the set of the `count` states in `items` (sorted and deduplicated here). */
+static int32_t constraint_set(Walk *w, int32_t *items, size_t count) {
+    qsort(items, count, sizeof(int32_t), compare_int32);
+    size_t n = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (n == 0 || items[n - 1] != items[i]) items[n++] = items[i];
+    }
+    size_t num_sets = w->set_start.len - 1;
+    for (size_t s = 0; s < num_sets; s++) {
+        int32_t lo = w->set_start.items[s], hi = w->set_start.items[s + 1];
+        if ((size_t)(hi - lo) == n && !memcmp(w->set_items.items + lo, items, n * sizeof(int32_t)))
+            return (int32_t)s;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (column_push(&w->set_items, items[i]) < 0) w->failed = 1;
+    }
+    if (column_push(&w->set_start, (int32_t)w->set_items.len) < 0) w->failed = 1;
+    return (int32_t)num_sets;
+}
+
+static int32_t *walk_scratch(Walk *w, size_t size) {
+    if (size > w->scratch_cap) {
+        size_t cap = size < 64 ? 64 : size * 2;
+        int32_t *items = PyMem_Realloc(w->scratch, cap * sizeof(int32_t));
+        if (!items) {
+            w->failed = 1;
+            return NULL;
+        }
+        w->scratch = items;
+        w->scratch_cap = cap;
+    }
+    return w->scratch;
+}
+
+static void add_reading(Walk *w, Reading r) {
+    for (size_t i = 0; i < w->num_next; i++) {
+        if (!memcmp(&w->next[i], &r, sizeof(Reading))) return;
+    }
+    if (w->num_next == w->capacity) {
+        size_t cap = w->capacity * 2;
+        Reading *cur = PyMem_Realloc(w->cur, cap * sizeof(Reading));
+        if (cur) w->cur = cur;
+        Reading *next = cur ? PyMem_Realloc(w->next, cap * sizeof(Reading)) : NULL;
+        if (!next) {
+            w->failed = 1;
+            return;
+        }
+        w->next = next;
+        w->capacity = cap;
+    }
+    w->next[w->num_next++] = r;
+}
+
+/* Every reading of `data` from lexer `state` with the open constraint states `cons`, as
+ * `walk_bytes` (grammar_walk.py) defines them: in the lexeme, or cut where a labelled
+ * state meets a byte that does not lead to another label, the byte then starting the next
+ * lexeme in each context a shift of the terminal may lead to (the restart context after
+ * an ignored one), the abandoned state becoming a constraint that must die unlabelled. */
+static void walk_readings(Parser *self, Walk *w, int32_t state, const int32_t *cons,
+                          size_t num_cons, const uint8_t *data, size_t len) {
+    const int32_t *moves = A(self, B_MOVES, int32_t), *label = A(self, B_LABEL, int32_t);
+    const uint8_t *starts = A(self, B_MOVE_STARTS, uint8_t);
+    const int32_t *class_of_byte = A(self, B_CLASS_OF_BYTE, int32_t);
+    const uint8_t *ignored = A(self, B_IGNORED, uint8_t);
+    const int32_t *restart = A(self, B_RESTART, int32_t);
+    const int32_t *context_start = A(self, B_CONTEXT_START, int32_t);
+    const int64_t *ctx_start = A(self, B_NEXT_CTX_START, int64_t);
+    const int32_t *next_ctx = A(self, B_NEXT_CTX, int32_t);
+    int64_t width = self->num_classes;
+    int32_t *first = walk_scratch(w, num_cons + 1);
+    if (!first) return;
+    memcpy(first, cons, num_cons * sizeof(int32_t));
+    w->cur[0] = (Reading){0, state, constraint_set(w, first, num_cons), 0, -1};
+    w->num_cur = 1;
+    for (size_t at = 0; at < len && w->num_cur && !w->failed; at++) {
+        int32_t cls = class_of_byte[data[at]];
+        w->num_next = 0;
+        for (size_t i = 0; i < w->num_cur && !w->failed; i++) {
+            Reading r = w->cur[i];
+            int32_t lo = w->set_start.items[r.cons], hi = w->set_start.items[r.cons + 1];
+            int32_t stepped = r.cons;
+            if (hi > lo) { /* step the constraints; one reaching a label ends the reading */
+                int32_t *out = walk_scratch(w, (size_t)(hi - lo) + 1);
+                if (!out) return;
+                size_t n = 0;
+                int reached = 0;
+                for (int32_t k = lo; k < hi && !reached; k++) {
+                    int32_t c = moves[w->set_items.items[k] * width + cls];
+                    if (c >= 0) {
+                        reached = label[c] >= 0;
+                        out[n++] = c;
+                    }
+                }
+                if (reached) continue;
+                stepped = constraint_set(w, out, n);
+            }
+            int64_t move = (int64_t)r.state * width + cls;
+            int32_t nq = moves[move];
+            if (nq >= 0) {
+                int32_t item = starts[move];
+                add_reading(w, r.fresh < 0
+                                   ? (Reading){r.emitted, nq, stepped, r.grown + item, -1}
+                                   : (Reading){r.emitted, nq, stepped, r.grown, r.fresh + item});
+            }
+            int32_t lab = label[r.state];
+            if (lab < 0 || (nq >= 0 && label[nq] >= 0)) continue;
+            int32_t cut = stepped;
+            if (nq >= 0) {
+                int32_t slo = w->set_start.items[stepped], shi = w->set_start.items[stepped + 1];
+                int32_t *out = walk_scratch(w, (size_t)(shi - slo) + 1);
+                if (!out) return;
+                memcpy(out, w->set_items.items + slo, (size_t)(shi - slo) * sizeof(int32_t));
+                out[shi - slo] = nq;
+                cut = constraint_set(w, out, (size_t)(shi - slo) + 1);
+            }
+            int64_t lo_ctx = ignored[lab] ? 0 : ctx_start[lab];
+            int64_t hi_ctx = ignored[lab] ? 1 : ctx_start[lab + 1];
+            for (int64_t c = lo_ctx; c < hi_ctx; c++) {
+                int32_t after = r.emitted, context = ignored[lab] ? restart[r.state] : next_ctx[c];
+                if (!ignored[lab]) after = emitted_node(w, r.emitted, lab, context);
+                int64_t begin = (int64_t)context_start[context] * width + cls;
+                if (moves[begin] >= 0)
+                    add_reading(w, (Reading){after, moves[begin], cut, r.grown, starts[begin]});
+            }
+        }
+        Reading *swap = w->cur;
+        w->cur = w->next;
+        w->next = swap;
+        w->num_cur = w->num_next;
+    }
+}
+
+/* A reading as Python sees it: (((terminal, context), ...), state, (constraint states, ...),
+ * grown, fresh). */
+static PyObject *reading_tuple(Walk *w, Reading r) {
+    size_t depth = 0;
+    for (int32_t n = r.emitted; n > 0; n = w->em_parent.items[n]) depth++;
+    PyObject *emitted = PyTuple_New((Py_ssize_t)depth);
+    if (!emitted) return NULL;
+    for (int32_t n = r.emitted; n > 0; n = w->em_parent.items[n]) {
+        PyObject *step = Py_BuildValue("(ii)", w->em_terminal.items[n], w->em_context.items[n]);
+        if (!step) {
+            Py_DECREF(emitted);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(emitted, (Py_ssize_t)--depth, step);
+    }
+    int32_t lo = w->set_start.items[r.cons], hi = w->set_start.items[r.cons + 1];
+    PyObject *cons = PyTuple_New(hi - lo);
+    if (!cons) {
+        Py_DECREF(emitted);
+        return NULL;
+    }
+    for (int32_t k = lo; k < hi; k++) {
+        PyObject *item = PyLong_FromLong(w->set_items.items[k]);
+        if (!item) {
+            Py_DECREF(emitted);
+            Py_DECREF(cons);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(cons, k - lo, item);
+    }
+    return Py_BuildValue("(NiNii)", emitted, r.state, cons, r.grown, r.fresh);
+}
+
 /* ---- Python glue ---------------------------------------------------------------------- */
 
 static int acquire_sequences(Parser *self, Py_buffer views[3]) {
@@ -1060,6 +1273,61 @@ static PyObject *Parser_advance_inside(Parser *self, PyObject *const *args, Py_s
     return Py_BuildValue("((OiiL))", args[0], end, 0, (long long)(values[2] + grown));
 }
 
+static PyObject *Parser_walk_bytes(Parser *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "walk_bytes(lexer_state, constraint_states, data)");
+        return NULL;
+    }
+    long long state = PyLong_AsLongLong(args[0]);
+    if ((state == -1 && PyErr_Occurred()) ||
+        check_range(state, self->num_lexer_states, "lexer state") < 0)
+        return NULL;
+    PyObject *cons = PySequence_Tuple(args[1]);
+    if (!cons) return NULL;
+    Py_buffer data;
+    if (PyObject_GetBuffer(args[2], &data, PyBUF_SIMPLE) < 0) {
+        Py_DECREF(cons);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    Walk w = {0};
+    Py_ssize_t num_cons = PyTuple_GET_SIZE(cons);
+    int32_t *states = PyMem_Malloc(((size_t)num_cons + 1) * sizeof(int32_t));
+    w.capacity = 16;
+    w.cur = PyMem_Malloc(w.capacity * sizeof(Reading));
+    w.next = PyMem_Malloc(w.capacity * sizeof(Reading));
+    if (!states || !w.cur || !w.next || column_push(&w.em_parent, -1) < 0 ||
+        column_push(&w.em_terminal, -1) < 0 || column_push(&w.em_context, -1) < 0 ||
+        column_push(&w.set_start, 0) < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < num_cons; i++) {
+        long long c = PyLong_AsLongLong(PyTuple_GET_ITEM(cons, i));
+        if ((c == -1 && PyErr_Occurred()) ||
+            check_range(c, self->num_lexer_states, "constraint state") < 0)
+            goto done;
+        states[i] = (int32_t)c;
+    }
+    walk_readings(self, &w, (int32_t)state, states, (size_t)num_cons, data.buf, (size_t)data.len);
+    if (w.failed) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    result = PyList_New((Py_ssize_t)w.num_cur);
+    for (size_t i = 0; result && i < w.num_cur; i++) {
+        PyObject *item = reading_tuple(&w, w.cur[i]);
+        if (!item) Py_CLEAR(result);
+        else PyList_SET_ITEM(result, (Py_ssize_t)i, item);
+    }
+done:
+    PyMem_Free(states);
+    walk_free(&w);
+    PyBuffer_Release(&data);
+    Py_DECREF(cons);
+    return result;
+}
+
 static PyObject *Parser_top(Parser *self, PyObject *arg) {
     long long stack = PyLong_AsLongLong(arg);
     if ((stack == -1 && PyErr_Occurred()) || check_stack(self, stack) < 0) return NULL;
@@ -1132,7 +1400,7 @@ static int check_row_tables(Parser *self) {
             kill[q] >= self->num_kill_rows || (kill[q] >= 0 && label[q] < 0) ||
             restart[q] < -1 || restart[q] >= self->num_contexts)
             goto bad;
-        if (kill[q] >= 0 && A(self, B_IGNORED, uint8_t)[label[q]] && restart[q] < 0) goto bad;
+        if (label[q] >= 0 && A(self, B_IGNORED, uint8_t)[label[q]] && restart[q] < 0) goto bad;
     }
     for (int32_t k = 0; k < self->num_contexts; k++) {
         if (context_start[k] < 0 || context_start[k] >= self->num_lexer_states) goto bad;
@@ -1441,6 +1709,9 @@ static PyMethodDef Parser_methods[] = {
      METH_FASTCALL, "config_accepts_end(stack, lexer_state) -> (whether EOS may follow, floor)"},
     {"union", (PyCFunction)Parser_union, METH_O,
      "union(runs) -> int32[W] bytes: the OR of the groups of some runs (int32 ids as bytes)"},
+    {"walk_bytes", (PyCFunction)(void (*)(void))Parser_walk_bytes, METH_FASTCALL,
+     "walk_bytes(lexer_state, constraint_states, data) -> every reading of the bytes, as "
+     "(((terminal, context), ...), lexer state, (constraint states, ...), grown, fresh)"},
     {"advance_inside", (PyCFunction)(void (*)(void))Parser_advance_inside, METH_FASTCALL,
      "advance_inside(stack, lexer_state, count, token) -> the configurations after a token "
      "that stays inside the pending lexeme (one, or none), or None where it may cut it"},

@@ -39,7 +39,6 @@ from fsmcompile.index.grammar_walk import (
     SequenceTable,
     lexeme_key,
     tokens_reaching_labels,
-    walk_bytes,
 )
 from fsmcompile.index.int_columns import int_column
 from fsmcompile.memo import StageMemo
@@ -282,20 +281,14 @@ class GrammarTables:
             inside = self._walk_inside(state, data)
             if inside is not None:
                 return inside
-        found = walk_bytes(
-            self.lexer,
-            self._next_contexts,
-            self._ignored,
-            state,
-            self._constraints.sets[cid],
-            data,
-        )
+        found = self._parser.walk_bytes(state, sorted(self._constraints.sets[cid]), data)
+        found.sort()  # in `walk_bytes` order
         out = []
         for emitted, end, cons, grown, fresh in found:
             seq = 0
             for terminal, ctx in emitted:
                 seq = self._sequences.extend(seq, terminal, ctx)
-            out.append((seq, end, self._constraints.intern(cons), grown, fresh))
+            out.append((seq, end, self._constraints.intern(frozenset(cons)), grown, fresh))
         return tuple(out)
 
     def _walk_inside(self, state: int, data: bytes) -> tuple[Outcome, ...] | None:

@@ -338,9 +338,9 @@ def walk_bytes(
 ) -> list[tuple[Emitted, int, frozenset[int], int, int]]:
     """Every outcome of feeding `data` to the lexer from `state` (the slow, obvious walk).
 
-    The runtime uses it once per (state, constraints, token) to advance; every mask the
-    runtime builds from the vectorized walk must agree with it token for token (the grammar
-    tests check that at every step). Returns (emitted, end state, open constraints, grown,
+    The definition: the runtime advances with its C twin (`Parser.walk_bytes`, tested
+    against this), and every mask the runtime builds from the vectorized walk must agree
+    with it token for token (the grammar tests check that at every step). Returns (emitted, end state, open constraints, grown,
     fresh) tuples, deduplicated: `grown` counts the items (`LexerAutomaton.char_start`)
     added to the lexeme `state` is in, `fresh` those of the lexeme the walk ends in when
     that is a later one (-1 when it is the same).

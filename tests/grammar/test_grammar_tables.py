@@ -75,6 +75,43 @@ def _reference_walk(tables: GrammarTables, state: int, data: bytes) -> tuple:
 
 
 @pytest.mark.parametrize("source", ["json", "sql_select", "counted"])
+def test_c_walk_of_every_reading_is_walk_bytes(source, gpt2):
+    """`Parser.walk_bytes` (C, what the tables advance with) lists the readings
+    `walk_bytes` (the plain Python definition) does, from every lexer state, with no
+    constraint and with open ones (the abandoned states of cuts)."""
+    if source == "counted":
+        schema = {"type": "object", "properties": {"s": {"maxLength": 6}, "any": {}}}
+        index = compile_json_schema(schema, gpt2, cache=False)
+    else:
+        index = compiled(bundled_text(source), "gpt2")
+    tables = GrammarTables(index)
+    lexer = tables.lexer
+    rng = random.Random(5)
+    structural = [
+        t for t in range(gpt2.size) if len(set(gpt2.token_bytes[t]) & set(b',:{}[]"( )')) > 1
+    ]
+    tokens = rng.sample(range(gpt2.size), 60) + rng.sample(structural, 60)
+    unlabelled = np.flatnonzero(lexer.label < 0).tolist()
+    constraint_sets = [frozenset(), frozenset(unlabelled[:1]), frozenset(unlabelled[1:4])]
+    cuts = several = constrained = 0
+    for state in range(lexer.num_states):
+        for token in tokens:
+            data = gpt2.token_bytes[token]
+            for cons in constraint_sets:
+                expected = walk_bytes(
+                    lexer, tables._next_contexts, tables._ignored, state, cons, data
+                )
+                got = tables._parser.walk_bytes(state, sorted(cons), data)
+                readings = [(e, q, frozenset(c), g, f) for e, q, c, g, f in got]
+                assert len(readings) == len(expected)
+                assert set(readings) == set(expected), (state, data, cons)
+                cuts += any(r[0] for r in expected)
+                several += len(expected) > 1
+                constrained += any(r[2] for r in expected)
+    assert cuts > 100 and several > 10 and constrained > 10
+
+
+@pytest.mark.parametrize("source", ["json", "sql_select", "counted"])
 def test_walk_inside_a_lexeme_agrees_with_the_full_walk(source, gpt2):
     if source == "counted":  # a recursive schema with a counted string: items grow
         schema = {"type": "object", "properties": {"s": {"maxLength": 6}, "any": {}}}
