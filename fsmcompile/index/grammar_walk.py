@@ -340,10 +340,11 @@ def walk_bytes(
 
     The definition: the runtime advances with its C twin (`Parser.walk_bytes`, tested
     against this), and every mask the runtime builds from the vectorized walk must agree
-    with it token for token (the grammar tests check that at every step). Returns (emitted, end state, open constraints, grown,
-    fresh) tuples, deduplicated: `grown` counts the items (`LexerAutomaton.char_start`)
-    added to the lexeme `state` is in, `fresh` those of the lexeme the walk ends in when
-    that is a later one (-1 when it is the same).
+    with it token for token (the grammar tests check that at every step). Returns
+    (emitted, end state, open constraints, grown, fresh) tuples, deduplicated: `grown`
+    counts the items (`LexerAutomaton.char_start`) added to the lexeme `state` is in,
+    `fresh` those of the lexeme the walk ends in when that is a later one (-1 when it is
+    the same).
     """
     trans = lexer.transitions
     label = lexer.label
