@@ -1063,6 +1063,44 @@ static PyObject *reading_tuple(Walk *w, Reading r) {
     return Py_BuildValue("(NiNii)", emitted, r.state, cons, r.grown, r.fresh);
 }
 
+/* ---- writing a row into a caller's bitmask -------------------------------------------- */
+
+/* `count` words into row `row` of an int32 [W'] or [B, W'] bitmask, zeroing the words past
+ * them. numpy's copy of one row cost about a microsecond of view creation and dispatch a
+ * token; this is a memcpy. -1 with an exception set when the bitmask does not fit. */
+static int write_words(PyObject *bitmask, long long row, const int32_t *from, Py_ssize_t count) {
+    Py_buffer dst;
+    if (PyObject_GetBuffer(bitmask, &dst, PyBUF_WRITABLE | PyBUF_STRIDES) < 0) return -1;
+    int done = -1;
+    Py_ssize_t rows = dst.ndim == 2 ? dst.shape[0] : 1;
+    Py_ssize_t width = dst.ndim >= 1 ? dst.shape[dst.ndim - 1] : 0;
+    if (dst.itemsize != 4 || (dst.ndim != 1 && dst.ndim != 2) || count > width) {
+        PyErr_SetString(PyExc_ValueError, "write_row: expected int32 rows, src no wider");
+    } else if (row < 0 || row >= rows) {
+        if (dst.ndim == 1)
+            PyErr_Format(PyExc_ValueError, "row %lld out of range for a 1-D bitmask: expected 0",
+                         row);
+        else
+            PyErr_Format(PyExc_ValueError, "row %lld out of range: expected 0..%zd", row,
+                         rows - 1);
+    } else {
+        char *base = (char *)dst.buf + (dst.ndim == 2 ? row * dst.strides[0] : 0);
+        Py_ssize_t step = dst.strides[dst.ndim - 1];
+        if (step == 4) {
+            memcpy(base, from, (size_t)count * 4);
+            memset(base + count * 4, 0, (size_t)(width - count) * 4);
+        } else {
+            for (Py_ssize_t i = 0; i < width; i++) {
+                int32_t value = i < count ? from[i] : 0;
+                memcpy(base + i * step, &value, 4);
+            }
+        }
+        done = 0;
+    }
+    PyBuffer_Release(&dst);
+    return done;
+}
+
 /* ---- Python glue ---------------------------------------------------------------------- */
 
 static int acquire_sequences(Parser *self, Py_buffer views[3]) {
@@ -1328,6 +1366,33 @@ done:
     return result;
 }
 
+static PyObject *Parser_write_row(Parser *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "write_row(bitmask, row, stack, lexer_state)");
+        return NULL;
+    }
+    long long row = PyLong_AsLongLong(args[1]);
+    long long stack = PyLong_AsLongLong(args[2]);
+    long long state = PyLong_AsLongLong(args[3]);
+    if (PyErr_Occurred() || check_stack(self, stack) < 0 ||
+        check_range(state, self->num_lexer_states, "lexer state") < 0)
+        return NULL;
+    int64_t key = ((int64_t)stack << 32) | (uint32_t)state, out;
+    if (!map_get(&self->row_exact, key, &out)) {
+        Py_buffer views[3];
+        if (acquire_sequences(self, views) < 0) return NULL;
+        out = row_of(self, (int32_t)stack, (int32_t)state);
+        release_sequences(self, views);
+        if (self->failed) {
+            self->failed = 0;
+            return PyErr_NoMemory();
+        }
+    }
+    const int32_t *words = (const int32_t *)row_words(self, unpack_result(out));
+    if (write_words(args[0], row, words, self->num_words) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyObject *Parser_top(Parser *self, PyObject *arg) {
     long long stack = PyLong_AsLongLong(arg);
     if ((stack == -1 && PyErr_Occurred()) || check_stack(self, stack) < 0) return NULL;
@@ -1548,45 +1613,13 @@ static PyObject *write_row(PyObject *module, PyObject *const *args, Py_ssize_t n
     }
     long long row = PyLong_AsLongLong(args[1]);
     if (row == -1 && PyErr_Occurred()) return NULL;
-    Py_buffer dst, src;
-    if (PyObject_GetBuffer(args[0], &dst, PyBUF_WRITABLE | PyBUF_STRIDES) < 0)
-        return NULL;
-    if (PyObject_GetBuffer(args[2], &src, PyBUF_C_CONTIGUOUS) < 0) {
-        PyBuffer_Release(&dst);
-        return NULL;
-    }
-    PyObject *result = NULL;
-    Py_ssize_t rows = dst.ndim == 2 ? dst.shape[0] : 1;
-    Py_ssize_t width = dst.ndim >= 1 ? dst.shape[dst.ndim - 1] : 0;
-    Py_ssize_t count = src.len / 4;
-    if (dst.itemsize != 4 || src.itemsize != 4 || (dst.ndim != 1 && dst.ndim != 2) ||
-        count > width) {
+    Py_buffer src;
+    if (PyObject_GetBuffer(args[2], &src, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    int done = src.itemsize == 4 ? write_words(args[0], row, src.buf, src.len / 4) : -1;
+    if (src.itemsize != 4)
         PyErr_SetString(PyExc_ValueError, "write_row: expected int32 rows, src no wider");
-    } else if (row < 0 || row >= rows) {
-        if (dst.ndim == 1)
-            PyErr_Format(PyExc_ValueError, "row %lld out of range for a 1-D bitmask: expected 0",
-                         row);
-        else
-            PyErr_Format(PyExc_ValueError, "row %lld out of range: expected 0..%zd", row,
-                         rows - 1);
-    } else {
-        char *base = (char *)dst.buf + (dst.ndim == 2 ? row * dst.strides[0] : 0);
-        Py_ssize_t step = dst.strides[dst.ndim - 1];
-        const int32_t *from = src.buf;
-        if (step == 4) {
-            memcpy(base, from, (size_t)count * 4);
-            memset(base + count * 4, 0, (size_t)(width - count) * 4);
-        } else {
-            for (Py_ssize_t i = 0; i < width; i++) {
-                int32_t value = i < count ? from[i] : 0;
-                memcpy(base + i * step, &value, 4);
-            }
-        }
-        result = Py_NewRef(Py_None);
-    }
     PyBuffer_Release(&src);
-    PyBuffer_Release(&dst);
-    return result;
+    return done < 0 ? NULL : Py_NewRef(Py_None);
 }
 
 /* items_grown(moves, starts, num_classes, class_of_byte, parent_at, level_bytes,
@@ -1718,6 +1751,9 @@ static PyMethodDef Parser_methods[] = {
     {"row", (PyCFunction)(void (*)(void))Parser_row, METH_FASTCALL,
      "row(stack, lexer_state) -> (row id, floor): the allowed tokens of one unconstrained "
      "configuration (`row_bytes`)"},
+    {"write_row", (PyCFunction)(void (*)(void))Parser_write_row, METH_FASTCALL,
+     "write_row(bitmask, row, stack, lexer_state): the row of one unconstrained "
+     "configuration into one row of an int32 bitmask (as the module's write_row)"},
     {"row_bytes", (PyCFunction)Parser_row_bytes, METH_O,
      "row_bytes(row) -> int32[W] bytes of a row id"},
     {"intern", (PyCFunction)Parser_intern, METH_O,

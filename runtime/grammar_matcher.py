@@ -171,16 +171,16 @@ class GrammarMatcher:
             TypeError: `out` is not an int32 numpy array or torch tensor.
             ValueError: `out` is too narrow or `row` is out of range.
         """
-        tables = self._tables  # `_row`, inlined: once per token
-        src = tables.eos_row if self._terminated else tables.set_row(self._configs, self._fresh)
         if out is not self._out:
             self._out_view = _bitmask_view(out, self._tables.num_words)
             self._out = out
         view = self._out_view
-        if not isinstance(view, memoryview):
-            _fill_device_row(view, row, src)
-            return
-        write_row(view, row, src)
+        if not isinstance(view, memoryview):  # a device tensor
+            _fill_device_row(view, row, self._row())
+        elif self._terminated:
+            write_row(view, row, self._tables.eos_row)
+        else:
+            self._tables.write_row(view, row, self._configs, self._fresh)
 
     def allowed_token_ids(self) -> npt.NDArray[np.int64]:
         """Sorted ids allowed at the next step (EOS included where complete). O(V)."""

@@ -43,6 +43,7 @@ from fsmcompile.index.grammar_walk import (
 from fsmcompile.index.int_columns import int_column
 from fsmcompile.memo import StageMemo
 
+from ._native import write_row
 from .counted import items_grown
 from .grammar_parser import parser_for
 from .jump_forward import FORCED_MAX_BYTES, accepted_prefix, byte_classes, forced_encoding
@@ -225,6 +226,19 @@ class GrammarTables:
             self._bound_caches()
             self._set_rows[key] = row
         return row
+
+    def write_row(
+        self, bitmask: memoryview, row: int, configs: tuple[Config, ...], fresh: bool
+    ) -> None:
+        """`set_row` into one row of a host bitmask: one unconstrained configuration (most
+        tokens) is looked up, computed if new, and copied in one C call (`Parser.write_row`)."""
+        if len(configs) == 1 and not fresh:
+            stack, state, cid, count = configs[0]
+            bound = self._char_bound[state]  # `_room`, inlined: every token asks
+            if cid == 0 and (bound < 0 or bound - count >= self._longest_token):
+                self._parser.write_row(bitmask, row, stack, state)
+                return
+        write_row(bitmask, row, self.set_row(configs, fresh))
 
     # -- advancing ------------------------------------------------------------------------
 

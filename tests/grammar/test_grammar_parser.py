@@ -371,6 +371,33 @@ def _replay(parser: Parser, terminals: list[int]) -> int:
     return stack
 
 
+def test_write_row_writes_the_row_into_a_bitmask(gpt2):
+    """`Parser.write_row` (the matchers' fast path) copies `config_row` into a row of a
+    2-D bitmask, a wider one (zeros past the row) and a strided view, and refuses rows
+    out of range."""
+    index = _index("json", gpt2)
+    tables = GrammarTables(index)
+    parser = tables._parser
+    words = tables.num_words
+    stacks = _reachable_stacks(index, parser, 6, seed=2)
+    wide = np.full((3, words + 5), -1, dtype=np.int32)
+    strided = np.full((2, 2 * words), -1, dtype=np.int32)[:, ::2]
+    for stack in stacks:
+        for state in range(0, index.lexer.num_states, 3):
+            expected = tables.config_row(stack, state)[0]
+            parser.write_row(wide, 1, stack, state)
+            assert np.array_equal(wide[1, :words], expected) and not wide[1, words:].any()
+            parser.write_row(strided, 0, stack, state)
+            assert np.array_equal(strided[0], expected)
+    flat = np.zeros(words, dtype=np.int32)
+    with pytest.raises(ValueError):
+        parser.write_row(flat, 1, 0, 0)
+    with pytest.raises(ValueError):
+        parser.write_row(np.zeros(words - 1, dtype=np.int32), 0, 0, 0)
+    with pytest.raises(IndexError):
+        parser.write_row(flat, 0, parser.num_stacks, 0)
+
+
 @pytest.mark.parametrize("num_words", [1571, 4008])  # GPT-2 (an odd count) and Llama 3
 def test_interning_sees_every_bit(num_words, gpt2):
     """Rows are interned by a digest and compared in full: a row differing in any one bit
