@@ -1,6 +1,7 @@
 /* The runtime's C part: the LALR parser of a grammar index's tables with its mask rows,
- * their checks, unions, caches and interning (`Parser`), and writing a row into a
- * caller's bitmask (`write_row`, every matcher's every token).
+ * their checks, unions, caches and interning (`Parser`), a DFA index's token steps
+ * (`DfaWalk`), and writing a row into a caller's bitmask (`write_row`, every matcher's
+ * every token).
  *
  * A first walk meets a new (parser stack, lexer state) pair at about 40% of its tokens;
  * each needs tens of parser steps and an OR of ~25 token groups. In Python that was
@@ -1101,6 +1102,23 @@ static int write_words(PyObject *bitmask, long long row, const int32_t *from, Py
     return done;
 }
 
+/* Hold the C-contiguous buffers of a tuple's items, each of its item size; *held counts
+ * those to release. -1 with an exception set when one does not fit. */
+static int hold_buffers(PyObject *items, Py_buffer *views, const int *itemsize, int count,
+                        int *held, const char *owner) {
+    for (int i = 0; i < count; i++) {
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(items, i), &views[i], PyBUF_C_CONTIGUOUS) < 0)
+            return -1;
+        *held = i + 1;
+        if (views[i].itemsize != itemsize[i]) {
+            PyErr_Format(PyExc_TypeError, "%s buffer %d: expected items of %d bytes", owner, i,
+                         itemsize[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* ---- Python glue ---------------------------------------------------------------------- */
 
 static int acquire_sequences(Parser *self, Py_buffer views[3]) {
@@ -1531,17 +1549,9 @@ static PyObject *Parser_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     }
     Parser *self = (Parser *)type->tp_alloc(type, 0);
     if (!self) return NULL;
-    for (int i = 0; i < NUM_BUFFERS; i++) {
-        if (PyObject_GetBuffer(PyTuple_GET_ITEM(buffers, i), &self->buffers[i],
-                               PyBUF_C_CONTIGUOUS) < 0)
-            goto fail;
-        self->held = i + 1;
-        if (self->buffers[i].itemsize != buffer_itemsize[i]) {
-            PyErr_Format(PyExc_TypeError, "Parser buffer %d: expected items of %d bytes", i,
-                         buffer_itemsize[i]);
-            goto fail;
-        }
-    }
+    if (hold_buffers(buffers, self->buffers, buffer_itemsize, NUM_BUFFERS, &self->held,
+                     "Parser") < 0)
+        goto fail;
     for (int i = 0; i < 3; i++) {
         self->seq_columns[i] = Py_NewRef(PyTuple_GET_ITEM(seq_columns, i));
     }
@@ -1777,25 +1787,141 @@ static PyTypeObject ParserType = {
     .tp_basicsize = sizeof(Parser),
     .tp_dealloc = (destructor)Parser_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "The LALR parser, row checks and unions of one grammar index (not thread-safe).",
+    .tp_doc = "The LALR parser, mask rows and lexer steps of one grammar index (not "
+              "thread-safe).",
     .tp_methods = Parser_methods,
     .tp_getset = Parser_getset,
     .tp_new = Parser_new,
 };
 
+/* ---- the regex matcher's token steps ------------------------------------------------- */
+
+/* A DFA index's tables for `advance`: a token the state's mask allows is walked byte by
+ * byte through the transitions. In Python each new (state, token) pair cost a mask-bit
+ * read, a row of the table copied to a list and a lookup per byte: most of a first walk's
+ * `advance`. */
+enum { D_TRANSITIONS, D_CLASS_OF_BYTE, D_TEXT_BYTES, D_TEXT_START, D_STATE_MASK, D_MASKS,
+       NUM_DFA_BUFFERS };
+
+static const int dfa_itemsize[NUM_DFA_BUFFERS] = {4, 4, 1, 8, 4, 4};
+
+typedef struct {
+    PyObject_HEAD
+    Py_buffer buffers[NUM_DFA_BUFFERS];
+    int held;
+    int32_t num_states, num_classes, num_masks, num_words;
+    Py_ssize_t vocab_size;
+} DfaWalk;
+
+#define D(self, i, type) ((const type *)(self)->buffers[i].buf)
+
+static void DfaWalk_dealloc(DfaWalk *self) {
+    for (int i = 0; i < self->held; i++) PyBuffer_Release(&self->buffers[i]);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *DfaWalk_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    static const char *usage =
+        "DfaWalk((transitions, class_of_byte, text_bytes, text_start, state_mask, masks), "
+        "num_classes, num_words)";
+    PyObject *buffers;
+    int num_classes, num_words;
+    if ((kwargs && PyDict_GET_SIZE(kwargs)) ||
+        !PyArg_ParseTuple(args, "Oii", &buffers, &num_classes, &num_words) ||
+        !PyTuple_Check(buffers) || PyTuple_GET_SIZE(buffers) != NUM_DFA_BUFFERS ||
+        num_classes < 1 || num_words < 0) {
+        PyErr_Clear();
+        PyErr_SetString(PyExc_TypeError, usage);
+        return NULL;
+    }
+    DfaWalk *self = (DfaWalk *)type->tp_alloc(type, 0);
+    if (!self) return NULL;
+    if (hold_buffers(buffers, self->buffers, dfa_itemsize, NUM_DFA_BUFFERS, &self->held,
+                     "DfaWalk") < 0)
+        goto fail;
+    Py_ssize_t cells = self->buffers[D_TRANSITIONS].len / 4;
+    self->num_classes = num_classes;
+    self->num_words = num_words;
+    self->num_states = (int32_t)(cells / num_classes);
+    self->num_masks = num_words ? (int32_t)(self->buffers[D_MASKS].len / 4 / num_words) : 0;
+    self->vocab_size = self->buffers[D_TEXT_START].len / 8 - 1;
+    const int32_t *trans = D(self, D_TRANSITIONS, int32_t);
+    const int32_t *class_of_byte = D(self, D_CLASS_OF_BYTE, int32_t);
+    const int32_t *state_mask = D(self, D_STATE_MASK, int32_t);
+    const int64_t *text_start = D(self, D_TEXT_START, int64_t);
+    int bad = cells % num_classes || self->buffers[D_CLASS_OF_BYTE].len != 1024 ||
+              self->buffers[D_STATE_MASK].len / 4 != self->num_states || self->vocab_size < 0 ||
+              (Py_ssize_t)num_words * 32 < self->vocab_size ||
+              text_start[0] != 0 || text_start[self->vocab_size] != self->buffers[D_TEXT_BYTES].len;
+    for (Py_ssize_t i = 0; !bad && i < cells; i++) bad = trans[i] < -1 || trans[i] >= self->num_states;
+    for (int b = 0; !bad && b < 256; b++) bad = class_of_byte[b] < 0 || class_of_byte[b] >= num_classes;
+    for (int32_t q = 0; !bad && q < self->num_states; q++)
+        bad = state_mask[q] < 0 || state_mask[q] >= self->num_masks;
+    for (Py_ssize_t v = 0; !bad && v < self->vocab_size; v++) bad = text_start[v] > text_start[v + 1];
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "DfaWalk: inconsistent tables");
+        goto fail;
+    }
+    return (PyObject *)self;
+fail:
+    Py_DECREF(self);
+    return NULL;
+}
+
+static PyObject *DfaWalk_next_state(DfaWalk *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "next_state(state, token)");
+        return NULL;
+    }
+    long long state = PyLong_AsLongLong(args[0]), token = PyLong_AsLongLong(args[1]);
+    if (PyErr_Occurred()) return NULL;
+    if (state < 0 || state >= self->num_states)
+        return PyErr_Format(PyExc_IndexError, "no state %lld", state);
+    if (token < 0 || token >= self->vocab_size) return PyLong_FromLong(-1);
+    const int32_t *words = D(self, D_MASKS, int32_t) +
+                           (size_t)D(self, D_STATE_MASK, int32_t)[state] * self->num_words;
+    if (!(((uint32_t)words[token >> 5] >> (token & 31)) & 1)) return PyLong_FromLong(-1);
+    const int64_t *text_start = D(self, D_TEXT_START, int64_t);
+    const uint8_t *bytes = D(self, D_TEXT_BYTES, uint8_t);
+    const int32_t *trans = D(self, D_TRANSITIONS, int32_t);
+    const int32_t *class_of_byte = D(self, D_CLASS_OF_BYTE, int32_t);
+    int32_t q = (int32_t)state;
+    for (int64_t i = text_start[token]; i < text_start[token + 1] && q >= 0; i++)
+        q = trans[(int64_t)q * self->num_classes + class_of_byte[bytes[i]]];
+    return PyLong_FromLong(q);
+}
+
+static PyMethodDef DfaWalk_methods[] = {
+    {"next_state", (PyCFunction)(void (*)(void))DfaWalk_next_state, METH_FASTCALL,
+     "next_state(state, token) -> the state after a token the state's mask allows, else -1"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject DfaWalkType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "fsmcompile.runtime._native.DfaWalk",
+    .tp_basicsize = sizeof(DfaWalk),
+    .tp_dealloc = (destructor)DfaWalk_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A DFA index's token steps for the regex matcher (read-only tables).",
+    .tp_methods = DfaWalk_methods,
+    .tp_new = DfaWalk_new,
+};
+
 static struct PyModuleDef parser_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "_native",
-    .m_doc = "The runtime's C part: the grammar parser and mask rows.",
+    .m_doc = "The runtime's C part: the grammar parser and mask rows, DFA token steps.",
     .m_size = -1,
     .m_methods = module_functions,
 };
 
 PyMODINIT_FUNC PyInit__native(void) {
-    if (PyType_Ready(&ParserType) < 0) return NULL;
+    if (PyType_Ready(&ParserType) < 0 || PyType_Ready(&DfaWalkType) < 0) return NULL;
     PyObject *module = PyModule_Create(&parser_module);
     if (!module) return NULL;
-    if (PyModule_AddObjectRef(module, "Parser", (PyObject *)&ParserType) < 0) {
+    if (PyModule_AddObjectRef(module, "Parser", (PyObject *)&ParserType) < 0 ||
+        PyModule_AddObjectRef(module, "DfaWalk", (PyObject *)&DfaWalkType) < 0) {
         Py_DECREF(module);
         return NULL;
     }

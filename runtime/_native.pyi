@@ -3,7 +3,7 @@
 from array import array
 
 class Parser:
-    """The LALR parser, row checks and unions of one grammar index (not thread-safe)."""
+    """The LALR parser, mask rows and lexer steps of one grammar index (not thread-safe)."""
 
     def __new__(
         cls,
@@ -39,6 +39,12 @@ class Parser:
     def intern(self, row: object, /) -> int: ...
     def top(self, stack: int, /) -> tuple[int, int]: ...
     def suffix(self, stack: int, length: int, /) -> tuple[int, ...]: ...
+
+class DfaWalk:
+    """A DFA index's token steps for the regex matcher (read-only tables)."""
+
+    def __new__(cls, buffers: tuple[object, ...], num_classes: int, num_words: int) -> DfaWalk: ...
+    def next_state(self, state: int, token: int, /) -> int: ...
 
 def write_row(bitmask: object, row: int, src: object, /) -> None: ...
 def items_grown(

@@ -22,7 +22,7 @@ from fsmcompile.index.int_columns import int_column
 from fsmcompile.memo import StageMemo
 from fsmcompile.types import DEAD, StateId, TokenId
 
-from ._native import write_row
+from ._native import DfaWalk, write_row
 from .jump_forward import FORCED_MAX_BYTES, accepted_prefix, byte_classes, forced_encoding
 
 if TYPE_CHECKING:
@@ -59,10 +59,8 @@ class IndexTables:
         "mask_rows",
         "_masks",
         "_transitions",
-        "_class_of_byte",
-        "_token_bytes",
         "_rows",
-        "_token_classes",
+        "_steps",
         "_next",
         "_stride",
         "_forced",
@@ -101,10 +99,21 @@ class IndexTables:
         ]
         self._masks = masks
         self._transitions = dfa.transitions
-        self._class_of_byte: list[int] = dfa.class_of_byte.tolist()
-        self._token_bytes: list[bytes] = vocabulary.token_bytes
         self._rows: dict[StateId, list[int]] = {}
-        self._token_classes: dict[TokenId, tuple[int, ...]] = {}
+        # A new (state, token) step is walked in C, through the vocabulary's flat bytes.
+        text_bytes, text_start = vocabulary.text_spans
+        self._steps = DfaWalk(
+            (
+                np.ascontiguousarray(dfa.transitions, dtype=np.int32).reshape(-1),
+                np.ascontiguousarray(dfa.class_of_byte, dtype=np.int32),
+                np.frombuffer(text_bytes, dtype=np.uint8),
+                text_start,
+                np.ascontiguousarray(index.state_mask, dtype=np.int32),
+                masks.reshape(-1),
+            ),
+            int(dfa.num_classes),
+            self.num_words,
+        )
         self._next: dict[int, StateId] = {}
         self._stride = self.vocab_size + 1
         self._forced: dict[StateId, tuple[bytes, StateId]] = {}
@@ -123,8 +132,7 @@ class IndexTables:
         key = state * self._stride + token_id
         nxt = self._next.get(key)
         if nxt is None:
-            nxt = self._walk_token(state, token_id)
-            self._next[key] = nxt
+            nxt = self._next[key] = self._steps.next_state(state, token_id)
         return nxt
 
     def _row(self, state: StateId) -> list[int]:
@@ -133,24 +141,6 @@ class IndexTables:
             row = self._transitions[state].tolist()
             self._rows[state] = row
         return row
-
-    def _walk_token(self, state: StateId, token_id: TokenId) -> StateId:
-        # Cost: one bit test plus len(token) list lookups; runs once per (state, token).
-        if not 0 <= token_id < min(self.vocab_size, len(self._token_bytes)):
-            return DEAD
-        words = self._masks[self.state_mask[state]]
-        if not (int(words[token_id >> 5]) >> (token_id & 31)) & 1:
-            return DEAD
-        classes = self._token_classes.get(token_id)
-        if classes is None:
-            cob = self._class_of_byte
-            classes = tuple(cob[b] for b in self._token_bytes[token_id])
-            self._token_classes[token_id] = classes
-        for cls in classes:
-            state = self._row(state)[cls]
-            if state == DEAD:
-                return DEAD
-        return state
 
     def live_bytes(self, state: StateId) -> int:
         """How many byte values lead somewhere alive from `state` (0: only EOS is left)."""

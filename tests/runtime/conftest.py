@@ -41,6 +41,14 @@ class FakeVocabulary:
         ids = np.asarray([i for i, tb in enumerate(self.token_bytes) if tb], dtype=np.int64)
         return TokenTrie.build(self.token_bytes, ids)
 
+    @property
+    def text_spans(self) -> tuple[bytes, np.ndarray]:
+        lengths = np.zeros(self.size, dtype=np.int64)
+        lengths[: len(self.token_bytes)] = [len(tb) for tb in self.token_bytes]
+        starts = np.zeros(self.size + 1, dtype=np.int64)
+        np.cumsum(lengths, out=starts[1:])
+        return b"".join(self.token_bytes), starts
+
     def encode(self, text: str) -> list[int]:
         """Greedy longest match: the toy tokenizer's canonical encoding."""
         data = text.encode("utf-8")

@@ -103,6 +103,51 @@ def test_e2e_processor_with_real_tokenizer_outputs_match(pattern):
         assert re.fullmatch(pattern, vocab.decode_bytes(out[:-1]).decode()), out
 
 
+def test_dfa_steps_are_the_index_walk_for_every_token(gpt2, json_index):
+    """The C token steps (`DfaWalk`) against TokenIndex.is_allowed/next_state: every token
+    (and ids out of range) from every tenth state; bad tables are refused."""
+    from fsmcompile.runtime._native import DfaWalk
+    from fsmcompile.runtime.matcher import tables_for
+
+    tables = tables_for(json_index)
+    eos = set(gpt2.eos_token_ids)
+    moved = 0
+    for state in range(0, json_index.dfa.num_states, 10):
+        for token in [-1, *range(gpt2.size), gpt2.size, gpt2.size + 7]:
+            if token in eos:
+                continue
+            allowed = 0 <= token < gpt2.size and json_index.is_allowed(state, token)
+            expected = json_index.next_state(state, token) if allowed else -1
+            assert tables._steps.next_state(state, token) == expected, (state, token)
+            moved += expected >= 0
+    assert moved > 100
+    with pytest.raises(IndexError):
+        tables._steps.next_state(json_index.dfa.num_states, 0)
+    dfa = json_index.dfa
+    good = (
+        np.ascontiguousarray(dfa.transitions, dtype=np.int32).reshape(-1),
+        np.ascontiguousarray(dfa.class_of_byte, dtype=np.int32),
+        np.frombuffer(gpt2.text_spans[0], dtype=np.uint8),
+        gpt2.text_spans[1],
+        np.ascontiguousarray(json_index.state_mask, dtype=np.int32),
+        np.ascontiguousarray(json_index.masks, dtype=np.int32).reshape(-1),
+    )
+    words = int(json_index.masks.shape[1])
+    # The mask decides: with every mask blank no token moves, not even one the DFA takes.
+    blank = DfaWalk((*good[:5], np.zeros_like(good[5])), int(dfa.num_classes), words)
+    taken = [t for t in range(gpt2.size) if tables._steps.next_state(0, t) >= 0]
+    assert taken and all(blank.next_state(0, t) == -1 for t in taken)
+    out_of_range = good[0].copy()
+    out_of_range[0] = dfa.num_states
+    for bad in [(out_of_range, *good[1:]), (*good[:4], good[4] + 10**6, good[5])]:
+        with pytest.raises(ValueError):
+            DfaWalk(bad, int(dfa.num_classes), words)
+    with pytest.raises(ValueError):
+        DfaWalk(good, int(dfa.num_classes), words - 1)  # masks narrower than the vocabulary
+    with pytest.raises(TypeError):
+        DfaWalk(good[:5], int(dfa.num_classes), words)
+
+
 def test_e2e_matcher_agrees_with_token_index_reference(gpt2, json_index):
     """Matcher's cached tables against TokenIndex.is_allowed/next_state on sampled pairs."""
     rng = np.random.default_rng(0)
