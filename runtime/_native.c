@@ -1632,6 +1632,54 @@ static PyObject *write_row(PyObject *module, PyObject *const *args, Py_ssize_t n
     return done < 0 ? NULL : Py_NewRef(Py_None);
 }
 
+/* fitting_rows(grown, rows): rows is int32 [R, W] zeros, W the words of len(grown) tokens;
+ * row r becomes the tokens whose `grown` items are at most r: what a counted lexeme with
+ * room for r more items lets through. One pass over the tokens and one over the rows,
+ * for every room at once: packing a row per room from 128k counts cost ~40 us a room,
+ * a tail of the first walks of schemas with `maxLength`. */
+static PyObject *fitting_rows(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "fitting_rows(grown, rows) takes two arguments");
+        return NULL;
+    }
+    Py_buffer grown, rows;
+    if (PyObject_GetBuffer(args[0], &grown, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    if (PyObject_GetBuffer(args[1], &rows, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&grown);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    Py_ssize_t vocab = grown.len / 4, words = (vocab + 31) / 32;
+    Py_ssize_t num_rows = words ? rows.len / 4 / words : 0;
+    if (grown.itemsize != 4 || rows.itemsize != 4 || !words || rows.len != num_rows * words * 4) {
+        PyErr_SetString(PyExc_ValueError, "fitting_rows: expected int32 counts and [R, W] rows");
+        goto done;
+    }
+    /* First each token in the row of its own count (too long for every smaller room), then
+     * suffix ORs make row r the tokens too long for room r, then invert. */
+    const int32_t *count = grown.buf;
+    uint32_t *out = rows.buf;
+    for (Py_ssize_t t = 0; t < vocab; t++) {
+        int32_t g = count[t];
+        if (g <= 0) continue;
+        Py_ssize_t r = g > num_rows ? num_rows - 1 : g - 1;
+        out[r * words + (t >> 5)] |= 1u << (t & 31);
+    }
+    for (Py_ssize_t r = num_rows - 2; r >= 0; r--)
+        or_words(out + r * words, out + (r + 1) * words, (size_t)words);
+    for (Py_ssize_t i = 0; i < num_rows * words; i++) out[i] = ~out[i];
+    if (vocab % 32) { /* no token past the vocabulary fits */
+        for (Py_ssize_t r = 0; r < num_rows; r++)
+            out[r * words + words - 1] &= (1u << (vocab % 32)) - 1;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&rows);
+    PyBuffer_Release(&grown);
+    return result;
+}
+
 /* items_grown(moves, starts, num_classes, class_of_byte, parent_at, level_bytes,
  *             token_positions, token_ids, state, out): per text token, the items
  * (`char_start` moves) its bytes add to the lexeme at lexer `state` until the lexeme cannot
@@ -1728,6 +1776,9 @@ done:
 }
 
 static PyMethodDef module_functions[] = {
+    {"fitting_rows", (PyCFunction)(void (*)(void))fitting_rows, METH_FASTCALL,
+     "fitting_rows(grown, rows): row r of int32 [R, W] zeros becomes the tokens whose "
+     "grown items are at most r"},
     {"items_grown", (PyCFunction)(void (*)(void))items_grown, METH_FASTCALL,
      "items_grown(moves, starts, num_classes, class_of_byte, parent_at, level_bytes, "
      "token_positions, token_ids, state, out): items each token adds to a lexeme"},

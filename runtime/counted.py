@@ -1,5 +1,5 @@
 """The items each token adds to a counted lexeme: what a `maxLength` bound is checked
-against at run time (`GrammarTables.too_long_row`)."""
+against at run time (`GrammarTables.fitting_row`)."""
 
 from __future__ import annotations
 

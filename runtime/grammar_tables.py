@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from fsmcompile.index.bits import bitmask_words, pack_bool_rows, set_bits
+from fsmcompile.index.bits import bitmask_words, set_bits
 from fsmcompile.index.grammar_walk import (
     ConstraintTable,
     SequenceTable,
@@ -43,7 +43,7 @@ from fsmcompile.index.grammar_walk import (
 from fsmcompile.index.int_columns import int_column
 from fsmcompile.memo import StageMemo
 
-from ._native import write_row
+from ._native import fitting_rows, write_row
 from .counted import items_grown
 from .grammar_parser import parser_for
 from .jump_forward import FORCED_MAX_BYTES, accepted_prefix, byte_classes, forced_encoding
@@ -120,7 +120,7 @@ class GrammarTables:
         self._longest_token = int(vocab.max_token_bytes)
         self._fingerprint = vocab.fingerprint
         self._lexeme_keys: dict[int, tuple[str, bytes]] = {}
-        self._too_long: dict[tuple[int, int], npt.NDArray[np.int32]] = {}
+        self._fitting: dict[tuple[int, int], npt.NDArray[np.int32]] = {}
         # The lexer's moves and item starts by state * classes + class, read an item at a
         # time through memoryviews of the index's own arrays (no copy).
         self._class_of_byte: list[int] = lexer.class_of_byte.tolist()
@@ -215,7 +215,7 @@ class GrammarTables:
             for stack, state, cid, room in keys:
                 part = self.config_row(stack, state)[0]
                 if room >= 0:
-                    part = part & ~self.too_long_row(state, room)
+                    part = part & self.fitting_row(state, room)
                 if cid:
                     eos = part & self.eos_row
                     part = (part & ~self.constraint_row(cid)) | eos
@@ -242,29 +242,29 @@ class GrammarTables:
 
     # -- advancing ------------------------------------------------------------------------
 
-    def too_long_row(self, state: int, room: int) -> npt.NDArray[np.int32]:
-        """int32[W]: tokens that add more than `room` items to the lexeme at `state`.
+    def fitting_row(self, state: int, room: int) -> npt.NDArray[np.int32]:
+        """int32[W]: tokens that add at most `room` items to the lexeme at `state`.
 
-        Kept per process by the lexeme's content (`lexeme_key`) as well: every schema's
-        strings under a `maxLength` are the same few lexemes, and a first walk would
-        otherwise pay a trie walk per lexer state and a packed row per room.
+        Kept per process by the lexeme's content (`lexeme_key`), a row for every room at
+        once: every schema's strings under a `maxLength` are the same few lexemes, and a
+        first walk would otherwise pay a trie walk per lexer state and a row per room.
         """
-        row = self._too_long.get((state, room))
+        row = self._fitting.get((state, room))
         if row is None:
             key = self._lexeme_keys.get(state)
             if key is None:
                 key = self._lexeme_keys[state] = (self._fingerprint, lexeme_key(self.lexer, state))
-            row = _too_long_rows.get_or_make(
-                (*key, room), lambda: self._too_long_of(key, state, room)
-            )
-            self._too_long[(state, room)] = row
+            rows = _fitting_rows.get_or_make(key, lambda: self._fitting_of(key, state))
+            row = self._fitting[(state, room)] = rows[room]
         return row
 
-    def _too_long_of(self, key: tuple[str, bytes], state: int, room: int) -> npt.NDArray[np.int32]:
+    def _fitting_of(self, key: tuple[str, bytes], state: int) -> npt.NDArray[np.int32]:
+        """int32[R, W]: per room r below the longest token, the tokens that fit in it."""
         grown = _items_grown.get_or_make(key, lambda: self._items_grown_of(state))
-        row: npt.NDArray[np.int32] = pack_bool_rows((grown > room)[None])[0]
-        row.setflags(write=False)
-        return row
+        rows = np.zeros((self._longest_token, self.num_words), dtype=np.int32)
+        fitting_rows(grown, rows)
+        rows.setflags(write=False)
+        return rows
 
     def _items_grown_of(self, state: int) -> npt.NDArray[np.int32]:
         grown = items_grown(self.lexer, self.index.vocabulary.trie, self.vocab_size, state)
@@ -459,10 +459,11 @@ _items_grown: StageMemo[tuple[str, bytes], npt.NDArray[np.int32]] = StageMemo(
 )
 """Per (vocabulary fingerprint, `lexeme_key`): the items each token adds there."""
 
-_too_long_rows: StageMemo[tuple[str, bytes, int], npt.NDArray[np.int32]] = StageMemo(
-    4096, max_bytes=64 << 20, size_of=lambda a: int(a.nbytes)
+_fitting_rows: StageMemo[tuple[str, bytes], npt.NDArray[np.int32]] = StageMemo(
+    64, max_bytes=256 << 20, size_of=lambda a: int(a.nbytes)
 )
-"""Per (vocabulary fingerprint, `lexeme_key`, room): `GrammarTables.too_long_row`."""
+"""Per (vocabulary fingerprint, `lexeme_key`): `GrammarTables.fitting_row` of every room
+(2 MB for Llama 3: 128 rooms of 16 KB)."""
 
 
 def grammar_tables_for(index: GrammarIndex) -> GrammarTables:

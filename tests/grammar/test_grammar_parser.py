@@ -440,6 +440,26 @@ def test_interned_rows_are_shared_and_read_only(gpt2):
     assert tables._intern_row(different) is not stored
 
 
+@pytest.mark.parametrize("vocab_size", [50257, 128257, 64])  # GPT-2, Llama 3, whole words
+def test_fitting_rows_are_the_tokens_that_fit_each_room(vocab_size):
+    """Row r of `fitting_rows` holds exactly the tokens whose grown items are at most r:
+    counts of 0 fit every room, counts past the last room fit none, and no bit is set
+    past the vocabulary."""
+    from fsmcompile.index.bits import bitmask_words, pack_bool_rows
+    from fsmcompile.runtime._native import fitting_rows
+
+    rng = np.random.default_rng(vocab_size)
+    grown = rng.integers(0, 14, size=vocab_size, dtype=np.int32)
+    grown[:: max(vocab_size // 50, 1)] = 200  # past every room
+    rooms = 12
+    rows = np.zeros((rooms, bitmask_words(vocab_size)), dtype=np.int32)
+    fitting_rows(grown, rows)
+    for room in range(rooms):
+        assert np.array_equal(rows[room], pack_bool_rows((grown <= room)[None])[0]), room
+    with pytest.raises(ValueError):  # not a whole number of rows
+        fitting_rows(grown, np.zeros(rooms * bitmask_words(vocab_size) + 1, dtype=np.int32))
+
+
 def test_items_grown_refuses_tables_that_do_not_fit():
     from fsmcompile.runtime._native import items_grown
 
