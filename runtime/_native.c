@@ -3,7 +3,7 @@
  * (`DfaWalk`), and writing a row into a caller's bitmask (`write_row`, every matcher's
  * every token).
  *
- * A first walk meets a new (parser stack, lexer state) pair at about 40% of its tokens;
+ * A first walk meets a new (parser stack, lexer state) pair at about a third of its tokens;
  * each needs tens of parser steps and an OR of ~25 token groups. In Python that was
  * 20-70 us a row, most of a first walk's cost; here it is a few microseconds.
  *

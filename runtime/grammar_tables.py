@@ -5,7 +5,7 @@ below), so every question the masks ask (can this terminal be shifted here, does
 emitted sequence land in that lexer context, may the text end) is a memo lookup after its
 first answer, and every matcher of the index shares the answers. The parser, its memos
 and the rows (their checks, unions, caches and interning) are C (`_native.c`, built from
-`grammar_parser.py`): a first walk meets a new row at about 40% of its tokens, and in
+`grammar_parser.py`): a first walk meets a new row at about a quarter of its tokens, and in
 Python each cost 20-70 µs.
 
 A mask row depends on the lexer state and on the top of the stack down to the deepest
