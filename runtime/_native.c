@@ -1265,18 +1265,30 @@ static PyObject *Parser_union(Parser *self, PyObject *arg) {
     return row;
 }
 
+/* pack(row, floor) of a checked (stack, lexer state) pair into *out, the sequence columns
+ * read only for a pair not met before; -1 with an exception set when it failed. */
+static int looked_up_row(Parser *self, long long stack, long long state, int64_t *out) {
+    if (check_stack(self, stack) < 0 ||
+        check_range(state, self->num_lexer_states, "lexer state") < 0)
+        return -1;
+    if (map_get(&self->row_exact, ((int64_t)stack << 32) | (uint32_t)state, out)) return 0;
+    Py_buffer views[3];
+    if (acquire_sequences(self, views) < 0) return -1;
+    *out = row_of(self, (int32_t)stack, (int32_t)state);
+    release_sequences(self, views);
+    if (self->failed) {
+        self->failed = 0;
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *Parser_row(Parser *self, PyObject *const *args, Py_ssize_t nargs) {
     long long stack, state;
-    if (two_ints(args, nargs, &stack, &state) < 0 || check_stack(self, stack) < 0 ||
-        check_range(state, self->num_lexer_states, "lexer state") < 0)
+    int64_t out;
+    if (two_ints(args, nargs, &stack, &state) < 0 || looked_up_row(self, stack, state, &out) < 0)
         return NULL;
-    int64_t key = ((int64_t)stack << 32) | (uint32_t)state, out;
-    if (!map_get(&self->row_exact, key, &out)) { /* the sequences only for a new pair */
-        Py_buffer views[3];
-        if (acquire_sequences(self, views) < 0) return NULL;
-        out = row_of(self, (int32_t)stack, (int32_t)state);
-        release_sequences(self, views);
-    }
     return finish(self, out, 0);
 }
 
@@ -1392,20 +1404,8 @@ static PyObject *Parser_write_row(Parser *self, PyObject *const *args, Py_ssize_
     long long row = PyLong_AsLongLong(args[1]);
     long long stack = PyLong_AsLongLong(args[2]);
     long long state = PyLong_AsLongLong(args[3]);
-    if (PyErr_Occurred() || check_stack(self, stack) < 0 ||
-        check_range(state, self->num_lexer_states, "lexer state") < 0)
-        return NULL;
-    int64_t key = ((int64_t)stack << 32) | (uint32_t)state, out;
-    if (!map_get(&self->row_exact, key, &out)) {
-        Py_buffer views[3];
-        if (acquire_sequences(self, views) < 0) return NULL;
-        out = row_of(self, (int32_t)stack, (int32_t)state);
-        release_sequences(self, views);
-        if (self->failed) {
-            self->failed = 0;
-            return PyErr_NoMemory();
-        }
-    }
+    int64_t out;
+    if (PyErr_Occurred() || looked_up_row(self, stack, state, &out) < 0) return NULL;
     const int32_t *words = (const int32_t *)row_words(self, unpack_result(out));
     if (write_words(args[0], row, words, self->num_words) < 0) return NULL;
     Py_RETURN_NONE;

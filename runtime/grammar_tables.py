@@ -121,13 +121,9 @@ class GrammarTables:
         self._fingerprint = vocab.fingerprint
         self._lexeme_keys: dict[int, tuple[str, bytes]] = {}
         self._fitting: dict[tuple[int, int], npt.NDArray[np.int32]] = {}
-        # The lexer's moves and item starts by state * classes + class, read an item at a
-        # time through memoryviews of the index's own arrays (no copy).
-        self._class_of_byte: list[int] = lexer.class_of_byte.tolist()
-        num_classes = self._num_classes = int(lexer.transitions.shape[1])
-        self._moves = np.ascontiguousarray(lexer.transitions).reshape(-1).data
-        self._move_starts = np.ascontiguousarray(lexer.char_start).view(np.uint8).reshape(-1).data
         # Byte classes of the lexer, for jump-forward: one byte walks for all of its class.
+        self._class_of_byte: list[int] = lexer.class_of_byte.tolist()
+        num_classes = int(lexer.transitions.shape[1])
         self._class_size, self._class_byte = byte_classes(lexer.class_of_byte, num_classes)
         # Widest classes first: inside a string one wide class tells that nothing is forced.
         self._classes_by_size = sorted(range(num_classes), key=lambda c: -self._class_size[c])
@@ -150,24 +146,23 @@ class GrammarTables:
         """int32[W]: tokens (and EOS) allowed for one unconstrained configuration, and the
         shallowest stack depth that decided it. Computed and cached in C (`Parser.row`)."""
         row, floor = self._parser.row(stack, state)
-        rows = self._rows
-        return (rows[row] if row < len(rows) else self._new_rows(row)), floor
+        return self._row_at(row), floor
 
-    def _new_rows(self, row: int) -> npt.NDArray[np.int32]:
-        """Row `row` and every other row the parser made since the last call, as read-only
-        arrays over its bytes (no copy), kept by id."""
-        parser, rows = self._parser, self._rows
-        rows.extend(
-            np.frombuffer(parser.row_bytes(i), dtype=_INT32) for i in range(len(rows), row + 1)
-        )
+    def _row_at(self, row: int) -> npt.NDArray[np.int32]:
+        """The parser's row `row` as a read-only array over its bytes (no copy), kept by id
+        with every other row it made since the last call."""
+        rows = self._rows
+        if row >= len(rows):
+            parser = self._parser
+            rows.extend(
+                np.frombuffer(parser.row_bytes(i), dtype=_INT32) for i in range(len(rows), row + 1)
+            )
         return rows[row]
 
     def _intern_row(self, row: npt.NDArray[np.int32]) -> npt.NDArray[np.int32]:
         """The one stored copy of a row with these bits (read-only): thousands of
         configuration sets share a few hundred distinct rows, 16 KB each at 128k tokens."""
-        interned = self._parser.intern(row)
-        rows = self._rows
-        return rows[interned] if interned < len(rows) else self._new_rows(interned)
+        return self._row_at(self._parser.intern(row))
 
     def _bound_caches(self) -> None:
         """Past `_MAX_ROW_ENTRIES` cached configuration sets those caches start over (the
@@ -202,11 +197,8 @@ class GrammarTables:
         """int32[W]: the allowed tokens of a configuration set (OR of its readings)."""
         if len(configs) == 1 and not fresh:
             stack, state, cid, count = configs[0]
-            bound = self._char_bound[state]  # `_room`, inlined: every token asks
-            if cid == 0 and (bound < 0 or bound - count >= self._longest_token):
-                row_id = self._parser.row(stack, state)[0]  # `config_row`, inlined
-                rows = self._rows
-                return rows[row_id] if row_id < len(rows) else self._new_rows(row_id)
+            if cid == 0 and self._room(state, count) < 0:
+                return self.config_row(stack, state)[0]
         keys = tuple((s, q, cid, self._room(q, n)) for s, q, cid, n in configs)
         key = keys if not fresh else (*keys, (-1, -1, -1, -1))
         row = self._set_rows.get(key)
@@ -291,10 +283,6 @@ class GrammarTables:
         return hit
 
     def _walk(self, state: int, cid: int, data: bytes) -> tuple[Outcome, ...]:
-        if not cid:
-            inside = self._walk_inside(state, data)
-            if inside is not None:
-                return inside
         found = self._parser.walk_bytes(state, sorted(self._constraints.sets[cid]), data)
         found.sort()  # in `walk_bytes` order
         out = []
@@ -304,25 +292,6 @@ class GrammarTables:
                 seq = self._sequences.extend(seq, terminal, ctx)
             out.append((seq, end, self._constraints.intern(frozenset(cons)), grown, fresh))
         return tuple(out)
-
-    def _walk_inside(self, state: int, data: bytes) -> tuple[Outcome, ...] | None:
-        """`walk_bytes` for bytes that cannot cut the lexeme (no constraint open): one
-        reading, or none. None where some byte could end the lexeme, which only the full
-        walk follows. Most tokens a first walk meets stay inside one lexeme, and this reads
-        the lexer's tables a byte at a time instead of tracking sets of readings."""
-        moves, starts, label = self._moves, self._move_starts, self._label
-        class_of_byte, num_classes = self._class_of_byte, self._num_classes
-        grown = 0
-        for byte in data:
-            move = state * num_classes + class_of_byte[byte]
-            nxt = moves[move]
-            if label[state] >= 0 and (nxt < 0 or label[nxt] < 0):
-                return None  # the lexeme may be cut before this byte
-            if nxt < 0:
-                return ()
-            grown += starts[move]
-            state = nxt
-        return ((0, state, 0, grown, -1),)
 
     def advance(self, configs: tuple[Config, ...], token: int) -> tuple[Config, ...]:
         """The configurations after a text token; empty if no reading survives.

@@ -31,6 +31,24 @@ def compiled(grammar: str, vocab_name: str) -> GrammarIndex:
 
 
 @lru_cache(maxsize=32)
+def inside_walk(lexer, state: int, data: bytes) -> tuple | None:
+    """The reading of bytes that stay inside the lexeme at `state` (no constraint open):
+    ((0, end state, 0, items grown, -1),), or () where the lexeme dies; None where some
+    byte could end the lexeme (only the walk of every reading follows that). The plain
+    definition `Parser.advance_inside` is checked against."""
+    grown = 0
+    for byte in data:
+        cls = int(lexer.class_of_byte[byte])
+        nxt = int(lexer.transitions[state, cls])
+        if lexer.label[state] >= 0 and (nxt < 0 or lexer.label[nxt] < 0):
+            return None
+        if nxt < 0:
+            return ()
+        grown += int(lexer.char_start[state, cls])
+        state = nxt
+    return ((0, state, 0, grown, -1),)
+
+
 def lark_parser(grammar: str) -> Lark:
     return Lark(grammar, parser="lalr")
 

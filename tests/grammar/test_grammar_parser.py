@@ -9,7 +9,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from grammar_checks import bundled_text, compiled
+from grammar_checks import bundled_text, compiled, inside_walk
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -306,7 +306,7 @@ def test_advance_inside_is_the_walk_of_a_token_that_stays_in_its_lexeme(name, gp
                 got = tables._parser.advance_inside(stack, state, count, token)
                 expected = tables._advance(configs, token, tables.outcomes)
                 text = 0 <= token < gpt2.size and tables._text_token[token]
-                walked = tables._walk_inside(state, gpt2.token_bytes[token]) if text else ()
+                walked = inside_walk(index.lexer, state, gpt2.token_bytes[token]) if text else ()
                 if walked is None:
                     assert got is None, token
                     handed_over += 1
@@ -330,7 +330,7 @@ def _inside_answers(tables: GrammarTables, config: tuple[int, int, int, int], vo
     inside = refused = 0
     for token in range(vocab.size):
         text = tables._text_token[token]
-        if not text or tables._walk_inside(state, vocab.token_bytes[token]) is None:
+        if not text or inside_walk(tables.lexer, state, vocab.token_bytes[token]) is None:
             continue
         got = tables._parser.advance_inside(stack, state, count, token)
         assert got == tables._advance((config,), token, tables.outcomes), token

@@ -7,7 +7,7 @@ import random
 
 import numpy as np
 import pytest
-from grammar_checks import bundled_text, compiled
+from grammar_checks import bundled_text, compiled, inside_walk
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -113,6 +113,8 @@ def test_c_walk_of_every_reading_is_walk_bytes(source, gpt2):
 
 @pytest.mark.parametrize("source", ["json", "sql_select", "counted"])
 def test_walk_inside_a_lexeme_agrees_with_the_full_walk(source, gpt2):
+    """The inside walk (what `advance_inside` is checked against) and the tables' walk
+    both give `walk_bytes`' one reading wherever no byte can cut the lexeme."""
     if source == "counted":  # a recursive schema with a counted string: items grow
         schema = {"type": "object", "properties": {"s": {"maxLength": 6}, "any": {}}}
         index = compile_json_schema(schema, gpt2, cache=False)
@@ -125,10 +127,11 @@ def test_walk_inside_a_lexeme_agrees_with_the_full_walk(source, gpt2):
     for state in range(tables.lexer.num_states):
         for token in tokens:
             data = gpt2.token_bytes[token]
-            fast = tables._walk_inside(state, data)
+            fast = inside_walk(tables.lexer, state, data)
             if fast is None:
                 cut += 1
                 continue
             inside += 1
             assert fast == _reference_walk(tables, state, data), (state, data)
+            assert tables._walk(state, 0, data) == fast, (state, data)
     assert inside > 1000 and cut > 100  # both paths were taken
