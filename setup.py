@@ -1,4 +1,5 @@
-"""The C part of the runtime (`runtime/_native.c`); everything else is in pyproject.toml."""
+"""The C parts: the runtime's (`runtime/_native.c`) and the compiler's kernels; everything
+else is in pyproject.toml."""
 
 from setuptools import Extension, setup
 
@@ -8,6 +9,11 @@ setup(
             "fsmcompile.runtime._native",
             sources=["runtime/_native.c"],
             extra_compile_args=["-O3", "-std=c11"],
-        )
+        ),
+        Extension(
+            "fsmcompile.automaton._refine",
+            sources=["fsmcompile/automaton/_refine.c"],
+            extra_compile_args=["-O3", "-std=c11"],
+        ),
     ]
 )

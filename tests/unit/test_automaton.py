@@ -367,18 +367,22 @@ def same_partition(left: list[int], right: list[int]) -> bool:
     return len(pairs) == len(set(left)) == len(set(right))
 
 
-@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("seed", range(60))
 def test_equivalence_classes_match_reference_on_random_dfas(seed: int) -> None:
     from fsmcompile.automaton.budget import Budget
     from fsmcompile.automaton.fragment import trimmed
     from fsmcompile.automaton.minimize import equivalence_classes
 
     rng = np.random.default_rng(seed)
-    size, width = int(rng.integers(2, 40)), int(rng.integers(1, 4))
+    big = seed >= 40  # a few hundred states over up to 8 classes: many splits per block
+    size = int(rng.integers(50, 400)) if big else int(rng.integers(2, 40))
+    width = int(rng.integers(1, 9 if big else 4))
     trans = rng.integers(-1, size, size=(size, width)).astype(np.int32)
-    if seed % 2:  # mostly chains: the shape the Revuz and upstream passes target
+    if seed % 2:  # mostly chains, as bounded repeats and literals make them
         trans[:, 0] = np.minimum(np.arange(size) + 1, size - 1)
         trans[-1, 0] = -1
+    if seed % 3 == 0:  # sparse: most transitions missing, so shapes differ
+        trans[rng.random(trans.shape) < 0.6] = -1
     accepting = rng.random(size) < 0.3
     accepting[-1] = True
     frag = trimmed(trans, accepting, prune_dead_ends=True)
@@ -388,7 +392,7 @@ def test_equivalence_classes_match_reference_on_random_dfas(seed: int) -> None:
     assert same_partition(got, reference_classes(frag.trans, frag.accepting))
 
 
-def test_build_dfa_chain_between_loops_uses_hopcroft_and_is_minimal() -> None:
+def test_build_dfa_chain_between_loops_is_minimal() -> None:
     dfa = build_dfa(parse_regex("(ab)*x{0,150}(cd)*"))
     assert_invariants(dfa)
     assert dfa.matches(b"abab" + b"x" * 150 + b"cd")
@@ -400,6 +404,7 @@ def test_hopcroft_refine_matches_reference(seed: int) -> None:
     from fsmcompile.automaton.budget import Budget
     from fsmcompile.automaton.fragment import trimmed
     from fsmcompile.automaton.hopcroft import refine
+    from fsmcompile.automaton.minimize import shape_blocks
 
     rng = np.random.default_rng(100 + seed)
     size = int(rng.integers(2, 60))
@@ -408,11 +413,46 @@ def test_hopcroft_refine_matches_reference(seed: int) -> None:
     frag = trimmed(trans, accepting, prune_dead_ends=True)
     if frag.is_nothing:
         return
-    live = (frag.trans >= 0).astype(np.int32)
-    shapes = [hash((bool(a), tuple(r))) for a, r in zip(frag.accepting, live.tolist(), strict=True)]
-    start = np.unique(np.array(shapes), return_inverse=True)[1].astype(np.int32)
-    got = refine(frag.trans, start, Budget(10**6, None)).tolist()
-    assert same_partition(got, reference_classes(frag.trans, frag.accepting))
+    # Any labels of the shape partition will do, not only dense ones.
+    start = shape_blocks(frag.trans, frag.accepting) * 7 + 3
+    got = refine(frag.trans, start, Budget(10**6, None))
+    assert got.dtype == np.int32 and sorted(set(got.tolist())) == list(range(got.max() + 1))
+    assert same_partition(got.tolist(), reference_classes(frag.trans, frag.accepting))
+
+
+@pytest.mark.parametrize(
+    ("trans", "blocks", "num_blocks", "match"),
+    [
+        (np.zeros((2, 2), dtype=np.int64), np.zeros(2, dtype=np.int32), 1, "int32"),
+        (np.zeros(4, dtype=np.int32), np.zeros(4, dtype=np.int32), 1, "int32"),
+        (np.zeros((2, 2), dtype=np.int32), np.zeros(3, dtype=np.int32), 1, "one id per state"),
+        (np.full((2, 2), 2, dtype=np.int32), np.zeros(2, dtype=np.int32), 1, "names no state"),
+        (np.zeros((2, 2), dtype=np.int32), np.array([0, 1], dtype=np.int32), 1, "num_blocks"),
+    ],
+)
+def test_refine_rejects_bad_tables(trans, blocks, num_blocks, match) -> None:
+    from fsmcompile.automaton import _refine
+
+    with pytest.raises(ValueError, match=match):
+        _refine.refine(trans, blocks, num_blocks)
+
+
+def test_refine_on_a_long_chain_between_loops_is_exact() -> None:
+    """(ab)*x{0,3000}(cd)*: a chain thousands of states long that both comes from and leads
+    into cycles, the case Moore rounds split one link at a time."""
+    from fsmcompile.automaton.budget import Budget
+    from fsmcompile.automaton.minimize import equivalence_classes
+
+    dfa = build_dfa(parse_regex("(ab)*x{0,3000}(cd)*"))
+    # Unminimize: two copies of every state, each edge to either copy.
+    n = dfa.num_states
+    trans = np.vstack([dfa.transitions, dfa.transitions]).astype(np.int32)
+    rng = np.random.default_rng(5)
+    trans = np.where((trans >= 0) & (rng.random(trans.shape) < 0.5), trans + n, trans)
+    accepting = np.concatenate([dfa.accepting, dfa.accepting])
+    got = equivalence_classes(trans.astype(np.int32), accepting, Budget(10**6, None))
+    assert np.array_equal(got[:n], got[n:])  # each state with its copy
+    assert len(set(got.tolist())) == n  # and nothing else merged
 
 
 @pytest.mark.parametrize("fmt", ["date-time", "email", "uri", "ipv6"])

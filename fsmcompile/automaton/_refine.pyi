@@ -1,0 +1,3 @@
+"""Type stub of the minimizer's C module (`_refine.c`)."""
+
+def refine(trans: object, blocks: object, num_blocks: int, /) -> int: ...
