@@ -11,6 +11,11 @@ setup(
             extra_compile_args=["-O3", "-std=c11"],
         ),
         Extension(
+            "fsmcompile.index._bits",
+            sources=["fsmcompile/index/_bits.c"],
+            extra_compile_args=["-O3", "-std=c11"],
+        ),
+        Extension(
             "fsmcompile.automaton._refine",
             sources=["fsmcompile/automaton/_refine.c"],
             extra_compile_args=["-O3", "-std=c11"],

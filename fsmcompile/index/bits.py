@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from fsmcompile.index import _bits
+
 
 def bitmask_words(vocab_size: int) -> int:
     """Words in one bitmask row for a logits width of `vocab_size`: ceil(V / 32)."""
@@ -60,18 +62,44 @@ def unpack_row(words: npt.NDArray[np.int32], vocab_size: int) -> npt.NDArray[np.
     return np.unpackbits(as_bytes, bitorder="little")[:vocab_size].astype(np.bool_)
 
 
-_LOOP_MAX_IDS = 16
-"""Up to this many ids a Python loop sets them (0.2 µs each); `ufunc.at` costs 4 µs flat."""
-
-
 def set_bits(words: npt.NDArray[np.int32], token_ids: npt.NDArray[np.int64]) -> None:
     """Set the bits of `token_ids` (repeats allowed) in the int32[W] row `words`, in place."""
-    view = words.view(np.uint32)
-    if token_ids.shape[0] <= _LOOP_MAX_IDS:
-        for token in token_ids.tolist():
-            view[token >> 5] |= 1 << (token & 31)
-        return
-    np.bitwise_or.at(view, token_ids // 32, (np.uint32(1) << (token_ids % 32).astype(np.uint32)))
+    ids = np.ascontiguousarray(token_ids, dtype=np.int64)
+    _bits.set_token_bits(words.reshape(1, -1), np.zeros(ids.shape[0], dtype=np.int64), ids)
+
+
+def pack_token_ids(
+    rows: npt.NDArray[np.int64], token_ids: npt.NDArray[np.int64], num_rows: int, vocab_size: int
+) -> npt.NDArray[np.int32]:
+    """int32[num_rows, ceil(V/32)]: row r allows the `token_ids[i]` with `rows[i] == r`.
+
+    One OR per id, where a bool matrix a byte per token and `packbits` made several
+    passes over every 128k-token row."""
+    out = np.zeros((num_rows, bitmask_words(vocab_size)), dtype=np.int32)
+    _bits.set_token_bits(
+        out,
+        np.ascontiguousarray(rows, dtype=np.int64),
+        np.ascontiguousarray(token_ids, dtype=np.int64),
+    )
+    return out
+
+
+def or_token_runs(
+    out: npt.NDArray[np.int32],
+    token_ids: npt.NDArray[np.int64],
+    starts: npt.NDArray[np.int64],
+    stops: npt.NDArray[np.int64],
+    rows: npt.NDArray[np.int64],
+) -> None:
+    """Set the bits of `token_ids[starts[r]:stops[r]]` in row `rows[r]` of `out`
+    (int32[R, W], C-contiguous) for every run r, without gathering the runs first."""
+    _bits.set_token_runs(
+        out,
+        np.ascontiguousarray(token_ids, dtype=np.int64),
+        np.ascontiguousarray(starts, dtype=np.int64),
+        np.ascontiguousarray(stops, dtype=np.int64),
+        np.ascontiguousarray(rows, dtype=np.int64),
+    )
 
 
 def is_bit_set(words: npt.NDArray[np.int32], token_id: int) -> bool:

@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fsmcompile.automaton.fragment import sorted_unique, unique_rows
-from fsmcompile.index.bits import pack_bool_rows, pack_gathered_rows
+from fsmcompile.index.bits import pack_gathered_rows, pack_token_ids
 from fsmcompile.index.fresh_items import countable_for
 from fsmcompile.index.grammar_exits import exit_sets
 from fsmcompile.index.grammar_lexer import (
@@ -369,11 +369,10 @@ def _groups(
     listed = in_dense[group_of] < 0
     # Dense rows: the walk's dense groups, then every dense stay pattern once.
     dense_patterns = np.flatnonzero(pattern_sizes >= DENSE_MIN_TOKENS)
-    allowed = np.zeros((dense.shape[0], vocab.size), dtype=np.bool_)
-    allowed[in_dense[group_of[~listed]], tokens[~listed]] = True
-    packed = np.concatenate(
-        [pack_bool_rows(allowed), stays.packed_rows(dense_patterns.tolist(), vocab.size)]
+    walked_rows = pack_token_ids(
+        in_dense[group_of[~listed]], tokens[~listed], dense.shape[0], vocab.size
     )
+    packed = np.concatenate([walked_rows, stays.packed_rows(dense_patterns.tolist(), vocab.size)])
     first_row, row_of = unique_mask_rows(packed)
     masks = packed[first_row]
     row_of_pattern = np.full(pattern_sizes.shape[0], -1, dtype=np.int64)

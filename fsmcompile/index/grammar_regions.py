@@ -22,7 +22,7 @@ import numpy.typing as npt
 
 from fsmcompile.automaton.dfa import ByteDFA
 from fsmcompile.automaton.fragment import sorted_unique
-from fsmcompile.index.bits import bitmask_words, pack_bool_rows, unpack_row
+from fsmcompile.index.bits import bitmask_words, or_token_runs, unpack_row
 from fsmcompile.index.grammar_lexer import LexerShapes
 from fsmcompile.index.regions import Region, find_regions, walk_roles
 from fsmcompile.index.sorted_keys import concatenated_ranges, positions_of
@@ -89,18 +89,16 @@ class Entries:
 
 @dataclass(slots=True)
 class StayGroups:
-    """Groups of tokens that stay inside a region, each with its token pattern.
+    """Groups of tokens that stay inside a region: a packed row for each dense group
+    (`DENSE_MIN_TOKENS` tokens or more), the token ids of each other one.
 
     Attributes:
         seq: the sequence emitted before the region was entered, per group.
         state: the shape the tokens end in, per group.
         sizes: the number of tokens of each group.
-        patterns: the token ids of each group; None for a packed one whose row `kept`
-            held when it was served (`rows`): its tokens are not gathered at all.
-        rows: that kept packed row, else None.
-        sources: per pattern, the cached walk and the slices of it the tokens were cut
-            from: the key its packed row is kept under in `kept` (None for a pattern
-            below `DENSE_MIN_TOKENS`, which is listed, not packed).
+        patterns: the token ids of each group below `DENSE_MIN_TOKENS`, else None.
+        rows: the packed row of each dense group (packed when served, or kept from an
+            earlier schema's walk), else None.
         kept: the vocabulary's kept rows.
         origin_blocks: the groups' origin bitsets (uint64 rows), one block per serve:
             `origins` joins them.
@@ -113,7 +111,6 @@ class StayGroups:
     sizes: list[int] = field(default_factory=list)
     patterns: list[npt.NDArray[np.int64] | None] = field(default_factory=list)
     rows: list[npt.NDArray[np.int32] | None] = field(default_factory=list)
-    sources: list[tuple[ViewKey, Slices] | None] = field(default_factory=list)
     origin_blocks: list[npt.NDArray[np.uint64]] = field(default_factory=list)
 
     def origins(self, words: int) -> npt.NDArray[np.uint64]:
@@ -123,7 +120,7 @@ class StayGroups:
         return np.concatenate(self.origin_blocks)
 
     def tokens(self, group: int, vocab_size: int) -> npt.NDArray[np.int64]:
-        """The token ids of a group, read back from its packed row when not gathered."""
+        """The token ids of a group, read back from its packed row for a dense one."""
         pattern = self.patterns[group]
         if pattern is not None:
             return pattern
@@ -132,31 +129,12 @@ class StayGroups:
         return np.flatnonzero(unpack_row(row, vocab_size)).astype(np.int64)
 
     def packed_rows(self, chosen: list[int], vocab_size: int) -> npt.NDArray[np.int32]:
-        """int32[len(chosen), W]: the chosen patterns as packed rows, packed once per
-        vocabulary while `kept` holds them."""
-        kept = [
-            row if (row := self.rows[p]) is not None else self._kept(self.sources[p])
-            for p in chosen
-        ]
-        fresh = [p for p, row in zip(chosen, kept, strict=True) if row is None]
-        made: dict[int, npt.NDArray[np.int32]] = {}
-        if fresh:  # one scatter for all of them, not one per pattern
-            patterns = [self.tokens(p, vocab_size) for p in fresh]
-            allowed = np.zeros((len(fresh), vocab_size), dtype=np.bool_)
-            allowed[
-                np.repeat(np.arange(len(fresh)), [t.shape[0] for t in patterns]),
-                np.concatenate(patterns),
-            ] = True
-            made = dict(zip(fresh, pack_bool_rows(allowed), strict=True))
-            for p, row in made.items():
-                key = self.sources[p]
-                if key is not None:
-                    self.kept.put(key, row)
-        rows = [made[p] if row is None else row for p, row in zip(chosen, kept, strict=True)]
-        return np.stack(rows) if rows else np.zeros((0, bitmask_words(vocab_size)), np.int32)
-
-    def _kept(self, key: tuple[ViewKey, Slices] | None) -> npt.NDArray[np.int32] | None:
-        return None if key is None else self.kept.get(key)
+        """int32[len(chosen), W]: the packed rows of the chosen dense groups."""
+        rows = [self.rows[g] for g in chosen]
+        if not rows:
+            return np.zeros((0, bitmask_words(vocab_size)), np.int32)
+        assert all(row is not None for row in rows), "a listed group has no packed row"
+        return np.stack(rows)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -348,15 +326,15 @@ class RegionServer:
         (run i: `views[run_view[i]].inside_tokens[run_a[i] : run_b[i]]`).
 
         The end shape names the region, so a group's runs come from one lexer state and
-        sit under distinct nodes: its tokens are distinct. The group keeps its slices of
-        the view as its source, the key its packed row is kept under for the next schema
-        that meets the same slices.
+        sit under distinct nodes: its tokens are distinct. A dense group's slices of the
+        view are the key its packed row is kept under for the next schema that meets the
+        same slices.
         """
         keys = np.stack([run_view, seq, state], axis=1).astype(np.uint64)
         first, group = unique_wide_rows(bits, keys)
-        # Runs by group, then by slice start. A group of one run is a slice of its view's
-        # tokens (no copy); the runs of the other groups are gathered at once, by view,
-        # unless the group is packed and its row is kept already.
+        # Runs by group, then by slice start. A dense group's row is kept already or packed
+        # from its slices; a listed group of one run is a slice of its view's tokens (no
+        # copy), the runs of the other listed groups are gathered at once, by view.
         order = np.lexsort((run_a, group))
         run_a, run_b, run_view = run_a[order], run_b[order], run_view[order]
         runs = np.bincount(group, minlength=first.shape[0])
@@ -371,6 +349,7 @@ class RegionServer:
             lo, hi = run_start_list[g], run_start_list[g + 1]
             source = sources[g] = (views[view_list[lo]].key, slices[lo:hi].tobytes())
             rows[g] = self.stays.kept.get(source)
+        self._pack_new(views, rows, sources, runs, run_view, run_a, run_b)
         wanted = np.array([row is None for row in rows], dtype=np.bool_)
         lengths = np.where(np.repeat((runs > 1) & wanted, runs), run_b - run_a, 0)
         ends = np.cumsum(lengths)
@@ -387,7 +366,6 @@ class RegionServer:
         stays.state += state[first].tolist()
         stays.sizes += size_list
         stays.rows += rows
-        stays.sources += sources
         stays.origin_blocks.append(np.take(bits, first, axis=0))
         for g, row in enumerate(rows):
             lo, hi = run_start_list[g], run_start_list[g + 1]
@@ -397,3 +375,36 @@ class RegionServer:
                 stays.patterns.append(views[view_list[lo]].inside_tokens[a_list[lo] : b_list[lo]])
             else:
                 stays.patterns.append(gathered[gathered_start[g] : gathered_start[g + 1]])
+
+    def _pack_new(
+        self,
+        views: list[_RoleView],
+        rows: list[npt.NDArray[np.int32] | None],
+        sources: list[tuple[ViewKey, Slices] | None],
+        runs: npt.NDArray[np.int64],
+        run_view: npt.NDArray[np.int64],
+        run_a: npt.NDArray[np.int64],
+        run_b: npt.NDArray[np.int64],
+    ) -> None:
+        """Pack the dense groups no kept row answered straight from their runs' slices
+        of the views (runs ordered by group), filling `rows` and the kept rows.
+
+        Gathering a group's ids first and packing them through a bool matrix made
+        several passes over ~120k ids per string interior, ~4 ms of a typical schema.
+        """
+        new = [g for g, source in enumerate(sources) if source is not None and rows[g] is None]
+        if not new:
+            return
+        slot = np.full(len(rows), -1, dtype=np.int64)
+        slot[new] = np.arange(len(new))
+        run_slot = np.repeat(slot, runs)
+        packed = np.zeros((len(new), bitmask_words(self.vocab.size)), dtype=np.int32)
+        for k in sorted_unique(run_view[run_slot >= 0]).tolist():
+            sel = np.flatnonzero((run_view == k) & (run_slot >= 0))
+            or_token_runs(packed, views[k].inside_tokens, run_a[sel], run_b[sel], run_slot[sel])
+        for g, row in zip(new, packed, strict=True):
+            own = row.copy()  # a row of its own: the kept rows bound memory by count
+            rows[g] = own
+            source = sources[g]
+            assert source is not None
+            self.stays.kept.put(source, own)

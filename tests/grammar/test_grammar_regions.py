@@ -14,11 +14,10 @@ import numpy.typing as npt
 import pytest
 
 from fsmcompile.compiler import ROOT_RULE, lower_spec
-from fsmcompile.index.bits import unpack_row
 from fsmcompile.index.grammar_exits import exit_sets
 from fsmcompile.index.grammar_index import next_contexts
 from fsmcompile.index.grammar_lexer import build_lexer_automaton, lexer_shapes
-from fsmcompile.index.grammar_regions import KeptRows, RegionServer, StayGroups
+from fsmcompile.index.grammar_regions import DENSE_MIN_TOKENS, KeptRows, RegionServer, StayGroups
 from fsmcompile.index.grammar_walk import (
     ConstraintTable,
     SequenceTable,
@@ -179,11 +178,11 @@ def test_level_merged_walk_keeps_every_exit_set(gpt2: Vocabulary) -> None:
     assert np.array_equal(found[0], found[1])
 
 
-def test_packed_stay_rows_kept_with_the_walk_equal_fresh_packing(gpt2: Vocabulary) -> None:
-    """A stay pattern's packed row, kept on the first call and read back on the second,
-    holds exactly the pattern's tokens, whether it is one slice of a cached walk or
-    gathers several; a later walk that finds the rows kept gathers no tokens for them
-    and reads the same tokens back from the rows."""
+def test_packed_stay_rows_are_kept_and_reused_by_the_next_walk(gpt2: Vocabulary) -> None:
+    """A dense stay group's row, packed from its slices of the cached walks when served,
+    is kept and is exactly what a later walk meeting the same slices takes (the same
+    row, no tokens). That the rows hold the right tokens is the plain-walk comparison
+    above (`test_served_schema_walk_equals_plain_walk` reads them back)."""
     grammar = _schema_grammar(SCHEMAS["free_form"])
     shapes = lexer_shapes(build_lexer_automaton(grammar, max_states=100_000))
     contexts = next_contexts(grammar.table, len(grammar.terminals))
@@ -200,24 +199,64 @@ def test_packed_stay_rows_kept_with_the_walk_equal_fresh_packing(gpt2: Vocabular
         return server.stays
 
     stays = served()
-    chosen = [p for p, size in enumerate(stays.sizes) if size >= 256]
-    sources = [stays.sources[p] for p in chosen]
-    assert chosen, "the free-form schema has big stay patterns"
-    assert all(stays.patterns[p] is not None for p in chosen), "nothing was kept yet"
-    first = stays.packed_rows(chosen, gpt2.size)
-    assert all(kept.get(source) is not None for source in sources)
-    second = stays.packed_rows(chosen, gpt2.size)
-    for p, row, again in zip(chosen, first, second, strict=True):
-        expected = np.zeros(gpt2.size, dtype=np.bool_)
-        expected[stays.tokens(p, gpt2.size)] = True
-        assert np.array_equal(unpack_row(row, gpt2.size), expected)
-        assert np.array_equal(again, row)
+    dense = [g for g, size in enumerate(stays.sizes) if size >= DENSE_MIN_TOKENS]
+    listed = [g for g, size in enumerate(stays.sizes) if size < DENSE_MIN_TOKENS]
+    assert dense and listed, "the free-form schema has both kinds of stay groups"
+    assert all(stays.patterns[g] is None and stays.rows[g] is not None for g in dense)
+    assert all(stays.patterns[g] is not None and stays.rows[g] is None for g in listed)
+    for g in dense:
+        assert stays.tokens(g, gpt2.size).shape[0] == stays.sizes[g]
+    first = stays.packed_rows(dense, gpt2.size)
     later = served()
     assert later.sizes == stays.sizes
-    assert all(later.patterns[p] is None for p in chosen), "kept rows need no tokens"
-    for p in chosen:
-        assert np.array_equal(later.tokens(p, gpt2.size), np.sort(stays.tokens(p, gpt2.size)))
-    assert np.array_equal(later.packed_rows(chosen, gpt2.size), first)
+    made = {id(stays.rows[g]) for g in dense}
+    assert all(id(later.rows[g]) in made for g in dense), "kept rows are taken, not repacked"
+    assert np.array_equal(later.packed_rows(dense, gpt2.size), first)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_or_token_runs_and_pack_token_ids_match_bool_packing(seed: int) -> None:
+    from fsmcompile.index.bits import or_token_runs, pack_bool_rows, pack_token_ids
+
+    rng = np.random.default_rng(seed)
+    vocab_size, num_rows = int(rng.integers(1, 300)), int(rng.integers(1, 6))
+    tokens = rng.integers(0, vocab_size, size=int(rng.integers(0, 400)))
+    starts = rng.integers(0, tokens.shape[0] + 1, size=7)
+    stops = np.minimum(starts + rng.integers(0, 50, size=7), tokens.shape[0])
+    rows = rng.integers(0, num_rows, size=7)
+    expected = np.zeros((num_rows, vocab_size), dtype=np.bool_)
+    for a, b, r in zip(starts, stops, rows, strict=True):
+        expected[r, tokens[a:b]] = True
+    out = pack_token_ids(
+        np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), num_rows, vocab_size
+    )
+    or_token_runs(out, tokens, starts, stops, rows)
+    assert np.array_equal(out, pack_bool_rows(expected))
+    owner = rng.integers(0, num_rows, size=tokens.shape[0])
+    expected[:] = False
+    expected[owner, tokens] = True
+    assert np.array_equal(
+        pack_token_ids(owner, tokens, num_rows, vocab_size), pack_bool_rows(expected)
+    )
+
+
+@pytest.mark.parametrize(
+    ("tokens", "starts", "stops", "rows", "match"),
+    [
+        ([0, 40], [0], [2], [0], "outside the 1 x 32"),
+        ([0, 1], [0], [3], [0], "outside the 2 tokens"),
+        ([0, 1], [1], [0], [0], "outside the 2 tokens"),
+        ([0, 1], [0], [2], [1], "outside the 1 x 32"),
+        ([0, 1], [0, 1], [2], [0], "one length"),
+    ],
+)
+def test_or_token_runs_rejects_bits_outside_the_rows(tokens, starts, stops, rows, match) -> None:
+    from fsmcompile.index.bits import or_token_runs
+
+    out = np.zeros((1, 1), dtype=np.int32)
+    with pytest.raises(ValueError, match=match):
+        or_token_runs(out, *(np.asarray(v, dtype=np.int64) for v in (tokens, starts, stops, rows)))
+    assert not out.any()
 
 
 def test_kept_rows_drop_the_least_recently_used_first() -> None:

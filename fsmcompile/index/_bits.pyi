@@ -1,0 +1,6 @@
+"""Type stub of the bit-packing C module (`_bits.c`)."""
+
+def set_token_bits(out: object, rows: object, tokens: object, /) -> None: ...
+def set_token_runs(
+    out: object, tokens: object, starts: object, stops: object, rows: object, /
+) -> None: ...
