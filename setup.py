@@ -20,5 +20,10 @@ setup(
             sources=["fsmcompile/automaton/_refine.c"],
             extra_compile_args=["-O3", "-std=c11"],
         ),
+        Extension(
+            "fsmcompile.index._role_walk",
+            sources=["fsmcompile/index/_role_walk.c"],
+            extra_compile_args=["-O3", "-std=c11"],
+        ),
     ]
 )
