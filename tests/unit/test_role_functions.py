@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from fsmcompile.automaton.dfa import ByteDFA
 from fsmcompile.compiler import ROOT_RULE, lower_spec
+from fsmcompile.index import _role_walk
 from fsmcompile.index.grammar_lexer import build_lexer_automaton, lexer_shapes
 from fsmcompile.index.regions import Region, find_regions
 from fsmcompile.index.role_functions import RoleWalk, walk_role_functions
@@ -133,3 +134,63 @@ def test_function_walk_equals_role_walks_on_random_shapes(
 ) -> None:
     table, roles = drawn
     _assert_same(table, roles, gpt2.trie, top)
+
+
+def _cycling_table(num_roles: int, sinks: int) -> npt.NDArray[np.int32]:
+    """Role r moves to r + 1 (wrapping) on letters, leaves to sink r % sinks on '"', dies
+    elsewhere: every role stays distinct along a path, so functions do not collapse."""
+    table = np.full((num_roles + sinks, 256), -1, dtype=np.int32)
+    roles = np.arange(num_roles, dtype=np.int32)
+    table[:num_roles, ord("a") : ord("z") + 1] = ((roles + 1) % num_roles)[:, None]
+    table[:num_roles, ord('"')] = num_roles + roles % sinks
+    return table
+
+
+def test_function_walk_with_most_int8_roles_equals_role_walks(gpt2: Vocabulary) -> None:
+    _assert_same(_cycling_table(128, 3), 128, gpt2.trie, 2)
+
+
+def test_function_walk_on_a_deep_trie_equals_role_walks() -> None:
+    tokens = [b"a" * 3000, b"a" * 5 + b'"', b"ab", b'"', b"b" * 40 + b'"x']
+    trie = TokenTrie.build(tokens, np.arange(len(tokens), dtype=np.int64))
+    _assert_same(_cycling_table(5, 2), 5, trie, 6)
+
+
+@pytest.mark.parametrize(
+    ("table", "num_roles", "top", "message"),
+    [
+        (np.full((3, 256), -1, dtype=np.int32), 0, 0, "1 to 3 roles"),
+        (np.full((130, 256), -1, dtype=np.int32), 129, 0, "at most 128"),
+        (np.full((2, 256), -1, dtype=np.int32), 3, 0, "1 to 2 roles"),
+        (np.full((2, 255), -1, dtype=np.int32), 1, 0, r"\[rows, 256\]"),
+        (np.full((2, 256), 2, dtype=np.int32), 1, 0, "role 0 moves to 2 on byte 0"),
+        (np.full((2, 256), -2, dtype=np.int32), 2, 0, "moves to -2"),
+        (np.full((2, 256), -1, dtype=np.int32), 2, -1, "top=-1"),
+    ],
+)
+def test_function_walk_bad_input_raises_value_error(
+    table: npt.NDArray[np.int32], num_roles: int, top: int, message: str, gpt2: Vocabulary
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        walk_role_functions(table, num_roles, gpt2.trie, top)
+
+
+def _native_arguments(trie: TokenTrie, node_depth: npt.NDArray[np.int64]) -> tuple[object, ...]:
+    table = _cycling_table(1, 1)
+    end_role = np.empty((1, trie.token_node.shape[0], 1), dtype=np.int8)
+    return (table, 1, trie.node_byte, node_depth, trie.depth + 1, trie.token_node, end_role)
+
+
+def test_native_walk_depths_not_depth_first_raise_value_error() -> None:
+    trie = TokenTrie.build([b"ab", b"b"], np.arange(2, dtype=np.int64))
+    depths = trie.node_depths().copy()
+    depths[1] = 2  # deeper than a child of the root
+    with pytest.raises(ValueError, match="depth-first"):
+        _role_walk.walk_role_functions(*_native_arguments(trie, depths))
+
+
+def test_native_walk_wrong_item_size_raises_type_error() -> None:
+    trie = TokenTrie.build([b"ab", b"b"], np.arange(2, dtype=np.int64))
+    depths = trie.node_depths().astype(np.int32)
+    with pytest.raises(TypeError, match="node_depth has items of 4 bytes, not 8"):
+        _role_walk.walk_role_functions(*_native_arguments(trie, depths))
