@@ -180,13 +180,25 @@ class TokenTrie:
         read-only: every walk's records look their tokens up by node."""
 
         def make() -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-            order = np.argsort(self.token_node, kind="stable")
-            counts = np.bincount(self.token_node, minlength=self.num_nodes)
-            start = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-            return start, self.token_ids[order].astype(np.int64)
+            start, rows = self.token_rows_by_node()
+            return start, self.token_ids[rows]
 
         start, ids = self._kept("tokens_by_node", make)
         return start, ids
+
+    def token_rows_by_node(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """(int64[N + 1] start, int64[T] rows): the trie tokens (positions in `token_ids`)
+        whose bytes end at node n are rows[start[n] : start[n + 1]], computed once,
+        read-only: a walk that meets a node writes the rows of its tokens."""
+
+        def make() -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+            rows = np.argsort(self.token_node, kind="stable").astype(np.int64)
+            counts = np.bincount(self.token_node, minlength=self.num_nodes)
+            start = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+            return start, rows
+
+        start, rows = self._kept("token_rows_by_node", make)
+        return start, rows
 
     def subtree_ends(self) -> npt.NDArray[np.int64]:
         """int64[N]: one past the last node id under each node (computed once, read-only).
