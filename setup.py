@@ -1,29 +1,21 @@
-"""The C parts: the runtime's (`runtime/_native.c`) and the compiler's kernels; everything
-else is in pyproject.toml."""
+"""The C parts: the runtime's (`runtime/_native.c`) and the compiler's kernels (DFA
+minimization, region and vocabulary walks, bit packing); everything else is in
+pyproject.toml."""
 
 from setuptools import Extension, setup
 
+
+def kernel(name: str, source: str) -> Extension:
+    """One C module, built the same way as every other."""
+    return Extension(name, sources=[source], extra_compile_args=["-O3", "-std=c11"])
+
+
 setup(
     ext_modules=[
-        Extension(
-            "fsmcompile.runtime._native",
-            sources=["runtime/_native.c"],
-            extra_compile_args=["-O3", "-std=c11"],
-        ),
-        Extension(
-            "fsmcompile.index._bits",
-            sources=["fsmcompile/index/_bits.c"],
-            extra_compile_args=["-O3", "-std=c11"],
-        ),
-        Extension(
-            "fsmcompile.automaton._refine",
-            sources=["fsmcompile/automaton/_refine.c"],
-            extra_compile_args=["-O3", "-std=c11"],
-        ),
-        Extension(
-            "fsmcompile.index._role_walk",
-            sources=["fsmcompile/index/_role_walk.c"],
-            extra_compile_args=["-O3", "-std=c11"],
-        ),
+        kernel("fsmcompile.runtime._native", "runtime/_native.c"),
+        kernel("fsmcompile.automaton._refine", "fsmcompile/automaton/_refine.c"),
+        kernel("fsmcompile.index._bits", "fsmcompile/index/_bits.c"),
+        kernel("fsmcompile.index._live_walk", "fsmcompile/index/_live_walk.c"),
+        kernel("fsmcompile.index._role_walk", "fsmcompile/index/_role_walk.c"),
     ]
 )

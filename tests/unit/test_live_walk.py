@@ -189,6 +189,14 @@ def test_walk_past_deadline_raises_budget_exceeded(gpt2: Vocabulary) -> None:
     _assert_same_walk(dfa, gpt2.trie, levels, origins, deadline=time.monotonic() + 60.0)
 
 
+def test_walk_out_of_wrong_shape_raises_value_error(gpt2: Vocabulary) -> None:
+    dfa = build_dfa(parse_regex(REGEXES[0]))
+    levels, origins = _levels_and_origins(dfa, gpt2.trie)
+    out = np.zeros((gpt2.trie.token_ids.shape[0], 2), dtype=np.uint64)
+    with pytest.raises(ValueError, match="uint64"):
+        walk_live_tokens(dfa, gpt2.trie, levels, origins[:3], out=out)
+
+
 @st.composite
 def _walks(draw: st.DrawFn) -> tuple:
     """A random small DFA over byte classes of 'abcd', a trie of random tokens over those
