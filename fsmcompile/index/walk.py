@@ -46,7 +46,8 @@ class SinkEvents:
 class Injections:
     """Extra start pairs: origin `origins[i]` is in `states[i]` at trie node `nodes[i]`.
 
-    The node itself counts as reached; the walk goes on below it.
+    The node itself counts as reached; the walk goes on below it. Pairs at the root are
+    ignored (the walk's first moves are the root's edges).
     """
 
     states: npt.NDArray[np.int64]
