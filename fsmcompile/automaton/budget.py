@@ -2,7 +2,8 @@
 
 A spec such as `(a|b){0,100000}` inside an intersection can ask for billions of states.
 Constructions call `reserve` with the size they are about to allocate (before the numpy
-array exists) and `tick` inside their Python loops, so an explosive spec ends in a
+array exists) and `tick` inside their state loops (the C walks of `_subset.c` check the
+same limits themselves and make the same call where they stop), so an explosive spec ends in a
 `BudgetExceededError` within milliseconds of the limit instead of a hang or an OOM.
 """
 
@@ -56,6 +57,11 @@ class Budget:
                 limit="max_states",
                 value=self.max_states,
             )
+
+    def set_members_left(self) -> int:
+        """How many more members `reserve_set` allows: the C walks (`_subset.c`) count
+        against this and then report their total in one `reserve_set` call."""
+        return _SET_FACTOR * self.max_states - self._set_members
 
     def check_time(self) -> None:
         """Raise once the deadline has passed; `value` is the seconds spent so far."""
