@@ -14,6 +14,7 @@ setup(
     ext_modules=[
         kernel("fsmcompile.runtime._native", "runtime/_native.c"),
         kernel("fsmcompile.automaton._refine", "fsmcompile/automaton/_refine.c"),
+        kernel("fsmcompile.automaton._subset", "fsmcompile/automaton/_subset.c"),
         kernel("fsmcompile.index._bits", "fsmcompile/index/_bits.c"),
         kernel("fsmcompile.index._live_walk", "fsmcompile/index/_live_walk.c"),
         kernel("fsmcompile.index._role_walk", "fsmcompile/index/_role_walk.c"),

@@ -1,17 +1,26 @@
-"""Subset and product constructions in Python, for the cases the array shortcuts cannot take.
+"""Subset and product constructions, for the cases the array shortcuts cannot take.
 
 Used when the next byte does not tell the two sides of a concatenation or repetition
 apart (`\\d+\\d`, `(a|ab)*`), for unions whose branches start alike (`cat|car`), and for
-intersections. Each works on a compressed alphabet (only the byte-class columns that
-differ in its operands) and copies an operand wholesale wherever the run can only be
-inside that operand, so Python only walks the overlapping part.
+intersections and differences. Each works on a compressed alphabet (only the byte-class
+columns that differ in its operands) and copies an operand wholesale wherever the run can
+only be inside that operand, so only the overlapping part is walked.
+
+The walk itself, (state x class) with new states interned in order of discovery, is in C
+(`_subset.c`): in Python, with a dict of tuples, it was most of building a JSON Schema's
+terminal automata. Here the tables are prepared and the new rows finished with numpy;
+`Budget` limits are passed down, and where the walk stops on one the same `Budget` call
+is made here, so the same error is raised as by a Python loop.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import numpy.typing as npt
 
+from fsmcompile.automaton import _subset
 from fsmcompile.automaton.budget import Budget
 from fsmcompile.automaton.fragment import (
     Flags,
@@ -23,7 +32,10 @@ from fsmcompile.automaton.fragment import (
     unique_rows,
 )
 
-_RESERVE_EVERY = 256  # new states between budget checks in the Python loops
+# How a C walk stopped (`_subset.c`): the Budget limit it found broken.
+_STOP_STATES = 1  # Budget.reserve(value)
+_STOP_MEMBERS = 2  # Budget.reserve_set(members)
+_STOP_DEADLINE = 3  # Budget.check_time()
 
 
 def compress_columns(tables: list[Table]) -> tuple[list[Table], npt.NDArray[np.intp]]:
@@ -36,17 +48,53 @@ def compress_columns(tables: list[Table]) -> tuple[list[Table], npt.NDArray[np.i
     return [t[:, first] for t in tables], column_map
 
 
+def _limits(budget: Budget, reserve_base: int) -> tuple[int, float, int, int]:
+    """What a C walk checks: (max_states, deadline or inf, set members left, the count its
+    state reserves start from)."""
+    deadline = math.inf if budget.deadline is None else budget.deadline
+    return budget.max_states, deadline, budget.set_members_left(), reserve_base
+
+
+def _settle(budget: Budget, what: str, stop: int, value: int, members: int) -> None:
+    """Charge a C walk's set members to `budget` and, where the walk stopped on a limit,
+    make the Budget call that raises for it."""
+    if members:
+        budget.reserve_set(members, what)
+    if stop == _STOP_STATES:
+        budget.reserve(value, what)
+    elif stop == _STOP_DEADLINE:
+        budget.check_time()
+    if stop:
+        raise AssertionError(f"a C walk stopped ({stop}, {value}) where the budget holds")
+
+
+def _walked(
+    rows: bytearray, accepting: bytearray, width: int
+) -> tuple[npt.NDArray[np.int32], Flags]:
+    """A C walk's new rows (int32[N, width]) and accepting flags (bool[N]) as arrays."""
+    count = len(accepting)
+    table = np.frombuffer(rows, dtype=np.int32).reshape(count, width)
+    return table, np.frombuffer(accepting, dtype=np.bool_)
+
+
+def _table(trans: Table) -> Table:
+    return np.ascontiguousarray(trans, dtype=np.int32)
+
+
+def _flags(accepting: Flags) -> Flags:
+    return np.ascontiguousarray(accepting, dtype=np.bool_)
+
+
 def _finish(
-    rows: list[list[int]],
-    accepting: list[bool],
+    rows: npt.NDArray[np.int32],
+    accepting: Flags,
     embedded: list[Table],
     embedded_accepting: list[Flags],
     column_map: npt.NDArray[np.intp],
 ) -> tuple[Table, Flags]:
     """Stack new rows with wholly copied operands; codes <= -2 point into the copies."""
-    num_new = len(rows)
-    width = len(column_map) if not rows else len(rows[0])
-    raw = np.array(rows, dtype=np.int64).reshape(num_new, width)
+    num_new = rows.shape[0]
+    raw = rows.astype(np.int64)
     local: Table = np.where(raw <= -2, num_new + (-raw - 2), raw).astype(np.int32)
     parts = [local]
     offset = num_new
@@ -54,7 +102,7 @@ def _finish(
         parts.append(shifted(table, offset))
         offset += table.shape[0]
     trans = np.concatenate(parts, axis=0)[:, column_map]
-    flags = np.concatenate([np.array(accepting, dtype=np.bool_), *embedded_accepting])
+    flags = np.concatenate([accepting, *embedded_accepting])
     return np.ascontiguousarray(trans, dtype=np.int32), flags
 
 
@@ -65,84 +113,43 @@ def subset_concat(first: Fragment, second: Fragment, budget: Budget) -> Fragment
     `first` at `a` and in `second` at each b. A copy of `first` stands for the pairs
     (a, {start of second} if a accepts else {}): its accepting rows get `second`'s start
     row wherever the two do not collide, exactly as in `glue_concat`. A copy of `second`
-    stands for (dead, {b}). Only collisions create new states, and Python walks only
-    those, so a 16k-state left side with a one-byte collision costs O(size) numpy work.
+    stands for (dead, {b}). Only collisions create new states, and only those are walked,
+    so a 16k-state left side with a one-byte collision costs O(size) numpy work.
     """
     n_a, n_b = first.num_states, second.num_states
     budget.reserve(n_a + n_b, "a concatenation")
-    a_acc, b_acc = first.accepting.tolist(), second.accepting.tolist()
     (a_local, b_local), column_map = compress_columns([first.trans, second.trans])
-    a_cache: dict[int, list[int]] = {}
-    b_cache: dict[int, list[int]] = {}
-
-    def a_row(a: int) -> list[int]:
-        row = a_cache.get(a)
-        if row is None:
-            row = a_cache[a] = a_local[a].tolist()
-        return row
-
-    def b_row(b: int) -> list[int]:
-        row = b_cache.get(b)
-        if row is None:
-            row = b_cache[b] = b_local[b].tolist()
-        return row
-
-    index: dict[tuple[int, tuple[int, ...]], int] = {}
-    queue: list[tuple[int, tuple[int, ...]]] = []
-
-    def state_of(na: int, nbs: set[int]) -> int:
-        if na >= 0:
-            if nbs == ({0} if a_acc[na] else set()):
-                return na
-        elif not nbs:
-            return -1
-        elif len(nbs) == 1:
-            return n_a + next(iter(nbs))
-        key = (na, tuple(sorted(nbs)))
-        found = index.get(key)
-        if found is None:
-            found = index[key] = len(queue)
-            queue.append(key)
-            budget.reserve_set(len(nbs) + 1, "a concatenation")
-            if found % _RESERVE_EVERY == 0:
-                budget.reserve(n_a + n_b + found, "a concatenation")
-        return n_a + n_b + found
-
     b_start = second.trans[0]
     b_live = b_start >= 0
     rows = np.nonzero(first.accepting)[0]
     glued = first.trans[rows]
     collide = (glued >= 0) & b_live[None, :]
     glued = np.where((glued < 0) & b_live[None, :], b_start[None, :] + n_a, glued)
-    for r, c in zip(*np.nonzero(collide), strict=True):
-        na = int(first.trans[rows[r], c])
-        nbs = {int(b_start[c])} | ({0} if a_acc[na] else set())
-        glued[r, c] = state_of(na, nbs)
+    # Each collision, row by row, is the pair (a's target, {b's start target} plus b's
+    # start if that target accepts); the walk numbers the states they need first.
+    hit_rows, hit_cols = np.nonzero(collide)
+    seed_a = first.trans[rows[hit_rows], hit_cols]
+    seed_b = b_start[hit_cols]
+    raw_rows, raw_acc, stop, value, members, codes = _subset.subset_concat(
+        _table(a_local),
+        _table(b_local),
+        _flags(first.accepting),
+        _flags(second.accepting),
+        _table(seed_a),
+        _table(seed_b),
+        _limits(budget, n_a + n_b),
+    )
+    _settle(budget, "a concatenation", stop, value, members)
+    glued[hit_rows, hit_cols] = np.frombuffer(codes, dtype=np.int32)
     a_part = first.trans.copy()
     a_part[rows] = glued
-    width = a_local.shape[1]  # the loop below runs on compressed columns
-    new_rows: list[list[int]] = []
-    new_acc: list[bool] = []
-    for a, bs in queue:
-        budget.tick()
-        here = a_row(a) if a >= 0 else [-1] * width
-        others = [b_row(b) for b in bs]
-        row = []
-        for c in range(width):
-            na = here[c]
-            nbs = {r[c] for r in others}
-            nbs.discard(-1)
-            if na >= 0 and a_acc[na]:
-                nbs.add(0)
-            row.append(state_of(na, nbs))
-        new_rows.append(row)
-        new_acc.append(any(b_acc[b] for b in bs))
+    new_rows, new_acc = _walked(raw_rows, raw_acc, a_local.shape[1])
     accepting_a = first.accepting & bool(second.accepting[0])
     parts = [a_part, shifted(second.trans, n_a)]
-    if new_rows:
-        parts.append(np.array(new_rows, dtype=np.int32)[:, column_map])
+    if new_rows.shape[0]:
+        parts.append(new_rows[:, column_map])
     trans = np.concatenate(parts, axis=0).astype(np.int32)
-    flags = np.concatenate([accepting_a, second.accepting, np.array(new_acc, dtype=np.bool_)])
+    flags = np.concatenate([accepting_a, second.accepting, new_acc])
     return drop_orphans(trans, flags, [n_a])
 
 
@@ -154,47 +161,16 @@ def subset_repeat(item: Fragment, lo: int, hi: int | None, budget: Budget) -> Fr
     saturates at `lo`: past it, more repetitions change nothing.
     """
     (table,), column_map = compress_columns([item.trans])
-    rows_in = table.tolist()
-    acc_in = item.accepting.tolist()
-    size = len(rows_in)
-    width = table.shape[1]
-    start: tuple[int, ...] = (0,)
-    index = {start: 0}
-    queue = [start]
-    rows: list[list[int]] = []
-    accepting: list[bool] = []
-    for macro in queue:
-        budget.tick()
-        pairs = [divmod(code, size) for code in macro]
-        row = []
-        for c in range(width):
-            nxt: set[int] = set()
-            for k, x in pairs:
-                t = rows_in[x][c]
-                if t < 0:
-                    continue
-                nxt.add(k * size + t)
-                if acc_in[t]:
-                    done = k + 1
-                    if hi is None:
-                        nxt.add(min(done, lo) * size)
-                    elif done < hi:
-                        nxt.add(done * size)
-            if not nxt:
-                row.append(-1)
-                continue
-            key = tuple(sorted(nxt))
-            target = index.get(key)
-            if target is None:
-                target = index[key] = len(queue)
-                queue.append(key)
-                budget.reserve_set(len(key), "a repetition")
-                if target % _RESERVE_EVERY == 0:
-                    budget.reserve(target, "a repetition")
-            row.append(target)
-        rows.append(row)
-        accepting.append(any((acc_in[x] and k + 1 >= lo) or (x == 0 and k >= lo) for k, x in pairs))
-    budget.reserve(len(rows), "a repetition")
+    raw_rows, raw_acc, stop, value, members = _subset.subset_repeat(
+        _table(table),
+        _flags(item.accepting),
+        lo,
+        -1 if hi is None else hi,
+        _limits(budget, 0),
+    )
+    _settle(budget, "a repetition", stop, value, members)
+    rows, accepting = _walked(raw_rows, raw_acc, table.shape[1])
+    budget.reserve(rows.shape[0], "a repetition")
     trans, flags = _finish(rows, accepting, [], [], column_map)
     return Fragment(trans, flags)
 
@@ -203,43 +179,24 @@ def product_union(parts: list[Fragment], budget: Budget) -> Fragment:
     """Union by product construction over the branches still alive.
 
     A state is a tuple of (branch, state) pairs; when one branch is left the run moves
-    into a copy of that branch, so a trie of words costs only its shared prefixes.
+    into a copy of that branch, so a trie of words costs only its shared prefixes. The
+    walk sees the branches stacked (branch i's state s is row bases[i] + s), which
+    numbers the pairs in the same order.
     """
     tables, column_map = compress_columns([p.trans for p in parts])
-    all_rows = [t.tolist() for t in tables]
-    all_acc = [p.accepting.tolist() for p in parts]
-    bases = np.concatenate([[0], np.cumsum([p.num_states for p in parts])[:-1]]).tolist()
-    width = tables[0].shape[1]
-    start = tuple((i, 0) for i in range(len(parts)))
-    index = {start: 0}
-    queue = [start]
-    rows: list[list[int]] = []
-    accepting: list[bool] = []
-    reserve_base = sum(p.num_states for p in parts)
-    for macro in queue:
-        budget.tick()
-        row = []
-        live_rows = [(i, all_rows[i][s]) for i, s in macro]
-        for c in range(width):
-            nxt = tuple((i, r[c]) for i, r in live_rows if r[c] >= 0)
-            if not nxt:
-                row.append(-1)
-            elif len(nxt) == 1:
-                i, s = nxt[0]
-                row.append(-2 - (bases[i] + s))
-            else:
-                target = index.get(nxt)
-                if target is None:
-                    target = index[nxt] = len(queue)
-                    queue.append(nxt)
-                    budget.reserve_set(len(nxt), "an alternation")
-                    if target % _RESERVE_EVERY == 0:
-                        budget.reserve(target + reserve_base, "an alternation")
-                row.append(target)
-        rows.append(row)
-        accepting.append(any(all_acc[i][s] for i, s in macro))
-    trans, flags = _finish(rows, accepting, tables, [p.accepting for p in parts], column_map)
-    starts = [len(rows) + base for base in bases]
+    sizes = [p.num_states for p in parts]
+    bases = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int32)
+    stacked = np.concatenate(
+        [shifted(t, int(base)) for t, base in zip(tables, bases, strict=True)], axis=0
+    )
+    accepting = np.concatenate([p.accepting for p in parts])
+    raw_rows, raw_acc, stop, value, members = _subset.product_union(
+        _table(stacked), _flags(accepting), bases, _limits(budget, sum(sizes))
+    )
+    _settle(budget, "an alternation", stop, value, members)
+    rows, row_acc = _walked(raw_rows, raw_acc, stacked.shape[1])
+    trans, flags = _finish(rows, row_acc, [stacked], [accepting], column_map)
+    starts = [rows.shape[0] + int(base) for base in bases]
     return drop_orphans(trans, flags, starts)
 
 
@@ -254,33 +211,17 @@ def product_intersection(parts: list[Fragment], budget: Budget) -> Fragment:
 
 
 def _product_pair(left: Fragment, right: Fragment, budget: Budget) -> Fragment:
-    """Both languages at once: states (a, b) numbered by BFS, keyed as a * |right| + b."""
+    """Both languages at once: states (a, b) numbered breadth first from (0, 0)."""
     (a_table, b_table), column_map = compress_columns([left.trans, right.trans])
-    a_rows, b_rows = a_table.tolist(), b_table.tolist()
-    a_acc, b_acc = left.accepting.tolist(), right.accepting.tolist()
-    n_b = right.num_states
-    index = {0: 0}
-    queue = [0]
-    rows: list[list[int]] = []
-    accepting: list[bool] = []
-    for key in queue:
-        budget.tick()
-        a, b = divmod(key, n_b)
-        row = []
-        for x, y in zip(a_rows[a], b_rows[b], strict=True):
-            if x < 0 or y < 0:
-                row.append(-1)
-                continue
-            nxt = x * n_b + y
-            target = index.get(nxt)
-            if target is None:
-                target = index[nxt] = len(queue)
-                queue.append(nxt)
-                if target % _RESERVE_EVERY == 0:
-                    budget.reserve(target, "an intersection")
-            row.append(target)
-        rows.append(row)
-        accepting.append(a_acc[a] and b_acc[b])
-    budget.reserve(len(rows), "an intersection")
+    raw_rows, raw_acc, stop, value, members = _subset.product_pair(
+        _table(a_table),
+        _table(b_table),
+        _flags(left.accepting),
+        _flags(right.accepting),
+        _limits(budget, 0),
+    )
+    _settle(budget, "an intersection", stop, value, members)
+    rows, accepting = _walked(raw_rows, raw_acc, a_table.shape[1])
+    budget.reserve(rows.shape[0], "an intersection")
     trans, flags = _finish(rows, accepting, [], [], column_map)
     return trimmed(trans, flags, prune_dead_ends=True)
