@@ -1,6 +1,6 @@
 """The C parts: the runtime's (`runtime/_native.c`) and the compiler's kernels (DFA
-minimization, region and vocabulary walks, bit packing); everything else is in
-pyproject.toml."""
+minimization, subset and product constructions, region and vocabulary walks, bit
+packing); everything else is in pyproject.toml."""
 
 from setuptools import Extension, setup
 

@@ -2,9 +2,10 @@
 
 A spec such as `(a|b){0,100000}` inside an intersection can ask for billions of states.
 Constructions call `reserve` with the size they are about to allocate (before the numpy
-array exists) and `tick` inside their state loops (the C walks of `_subset.c` check the
-same limits themselves and make the same call where they stop), so an explosive spec ends in a
-`BudgetExceededError` within milliseconds of the limit instead of a hang or an OOM.
+array exists) and `tick` inside their state loops, so an explosive spec ends in a
+`BudgetExceededError` within milliseconds of the limit instead of a hang or an OOM. The C
+walks of `_subset.c` check the same limits themselves and, where one stops, the same call
+is made for it.
 """
 
 from __future__ import annotations
@@ -78,7 +79,8 @@ class Budget:
                 )
 
     def tick(self) -> None:
-        """Cheap periodic deadline check for Python loops."""
+        """Cheap periodic deadline check for state loops (`_subset.c` reads the clock as
+        often: every 64th state walked)."""
         self._ticks += 1
         if self._ticks >= _TICK_EVERY:
             self._ticks = 0

@@ -2,8 +2,8 @@
 
 Each operator first normalizes the trivial cases (no string, the empty string, counts
 of 0 and 1), then checks the overlap condition that makes gluing deterministic
-(`glue.py`) and falls back to the Python constructions (`subset.py`) only when the next
-byte cannot tell the operands apart.
+(`glue.py`) and falls back to the subset and product constructions (`subset.py`, walked in
+C) only when the next byte cannot tell the operands apart.
 """
 
 from __future__ import annotations
