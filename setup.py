@@ -13,6 +13,7 @@ def kernel(name: str, source: str) -> Extension:
 setup(
     ext_modules=[
         kernel("fsmcompile.runtime._native", "runtime/_native.c"),
+        kernel("fsmcompile.automaton._reach", "fsmcompile/automaton/_reach.c"),
         kernel("fsmcompile.automaton._refine", "fsmcompile/automaton/_refine.c"),
         kernel("fsmcompile.automaton._subset", "fsmcompile/automaton/_subset.c"),
         kernel("fsmcompile.index._bits", "fsmcompile/index/_bits.c"),

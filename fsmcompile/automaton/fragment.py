@@ -9,12 +9,13 @@ by looking at which transitions exist, and a dead-end state would fake an overla
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
+
+from fsmcompile.automaton import _reach
 
 Table = npt.NDArray[np.int32]
 """int32[S, C]: next state per (state, byte class); -1 is dead."""
@@ -202,47 +203,21 @@ def without_empty_string(frag: Fragment) -> Fragment:
     return Fragment(fresh.trans, accepting)
 
 
-def _csr(trans: Table) -> tuple[list[int], list[int]]:
-    """Row pointers and targets of the live transitions, in (state, class) order."""
-    src, cls = np.nonzero(trans >= 0)
-    dst = trans[src, cls]
-    ptr = np.searchsorted(src, np.arange(trans.shape[0] + 1))
-    return ptr.tolist(), dst.tolist()
-
-
 def reachable(trans: Table, roots: list[int]) -> Flags:
-    """States reachable from `roots`. Python BFS, O(edges): chains make numpy rounds slow."""
-    ptr, dst = _csr(trans)
-    seen = np.zeros(trans.shape[0], dtype=np.bool_)
-    mark = seen.tolist()
-    queue = deque(r for r in roots)
-    for r in roots:
-        mark[r] = True
-    while queue:
-        s = queue.popleft()
-        for t in dst[ptr[s] : ptr[s + 1]]:
-            if not mark[t]:
-                mark[t] = True
-                queue.append(t)
-    return np.array(mark, dtype=np.bool_)
+    """States reachable from `roots` (a search in C, O(edges): chains make numpy rounds
+    slow and Python's loop was most of an intersection's cost)."""
+    mark = np.zeros(trans.shape[0], dtype=np.bool_)
+    mark[roots] = True
+    _reach.mark_reached(np.ascontiguousarray(trans, dtype=np.int32), mark, False)
+    return mark
 
 
 def coreachable(trans: Table, accepting: Flags) -> Flags:
-    """States from which an accepting state can be reached (reverse BFS, O(edges))."""
-    src, cls = np.nonzero(trans >= 0)
-    dst = trans[src, cls]
-    order = np.argsort(dst, kind="stable")
-    preds = src[order].tolist()
-    ptr = np.searchsorted(dst[order], np.arange(trans.shape[0] + 1)).tolist()
-    mark = accepting.tolist()
-    queue = deque(int(s) for s in np.nonzero(accepting)[0])
-    while queue:
-        t = queue.popleft()
-        for s in preds[ptr[t] : ptr[t + 1]]:
-            if not mark[s]:
-                mark[s] = True
-                queue.append(s)
-    return np.array(mark, dtype=np.bool_)
+    """States from which an accepting state can be reached (a search against the
+    transitions, in C)."""
+    mark = np.array(accepting, dtype=np.bool_)
+    _reach.mark_reached(np.ascontiguousarray(trans, dtype=np.int32), mark, True)
+    return mark
 
 
 def trimmed(trans: Table, accepting: Flags, *, prune_dead_ends: bool) -> Fragment:

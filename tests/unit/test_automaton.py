@@ -569,3 +569,54 @@ def test_build_dfa_literal_runs_give_the_automaton_of_their_characters(pieces: l
         return
     assert slow is not None and dfa_key(fast) == dfa_key(slow)
     assert fast.matches("1".join(pieces).encode("utf-8"))
+
+
+# ---- reachability against a plain search -----------------------------------------------------
+
+
+def reference_reached(trans: np.ndarray, roots: list[int], backward: bool) -> list[bool]:
+    """States reached from `roots` along (or against) the transitions, by a set search."""
+    edges = [(s, int(t)) for s in range(trans.shape[0]) for t in trans[s] if t >= 0]
+    step = {(t, s) if backward else (s, t) for s, t in edges}
+    seen, todo = set(roots), list(roots)
+    while todo:
+        s = todo.pop()
+        for a, b in step:
+            if a == s and b not in seen:
+                seen.add(b)
+                todo.append(b)
+    return [s in seen for s in range(trans.shape[0])]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_reachable_and_coreachable_match_a_plain_search(seed: int) -> None:
+    from fsmcompile.automaton.fragment import coreachable, reachable
+
+    rng = np.random.default_rng(900 + seed)
+    size, width = int(rng.integers(1, 60)), int(rng.integers(1, 5))
+    trans = rng.integers(-1, size, size=(size, width)).astype(np.int32)
+    trans[rng.random(trans.shape) < 0.6] = -1  # sparse: some states unreachable
+    accepting = rng.random(size) < 0.2
+    assert reachable(trans, [0]).tolist() == reference_reached(trans, [0], False)
+    roots = np.flatnonzero(accepting).tolist()
+    assert coreachable(trans, accepting).tolist() == reference_reached(trans, roots, True)
+
+
+def test_reachability_follows_a_long_chain_and_rejects_bad_tables() -> None:
+    from fsmcompile.automaton import _reach
+    from fsmcompile.automaton.fragment import coreachable, reachable
+
+    n = 100_000
+    chain = np.full((n, 1), -1, dtype=np.int32)
+    chain[:-1, 0] = np.arange(1, n)
+    assert reachable(chain, [0]).all() and not reachable(chain, [1])[0]
+    accepting = np.zeros(n, dtype=np.bool_)
+    accepting[-1] = True
+    assert coreachable(chain, accepting).all()
+    marks = np.zeros(2, dtype=np.bool_)
+    with pytest.raises(ValueError, match="names no state"):
+        _reach.mark_reached(np.full((2, 1), 2, dtype=np.int32), marks, False)
+    with pytest.raises(ValueError, match="int32"):
+        _reach.mark_reached(np.zeros((2, 1), dtype=np.int64), marks, False)
+    with pytest.raises(ValueError, match="one byte per state"):
+        _reach.mark_reached(np.zeros((3, 1), dtype=np.int32), marks, True)

@@ -1,0 +1,3 @@
+"""Type stub of the reachability C module (`_reach.c`)."""
+
+def mark_reached(trans: object, marks: object, backward: bool, /) -> None: ...
