@@ -1,5 +1,5 @@
 /* Token ids into packed bitmask rows (`fsmcompile.index._bits`): bit t % 32 of int32 word
- * t / 32, the layout of `bits.py`.
+ * t / 32, the layout of `bits.py`; and one 64-bit hash per row, to group equal rows.
  *
  * A grammar index packs its dense token groups (most of a string interior, ~120k tokens
  * each with Llama 3) into rows. Through numpy that was a gather of the ids, a scatter
@@ -10,6 +10,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Whether a buffer holds native integers of `size` bytes ('i' or 'l'/'q' forms). */
 static int is_int(const Py_buffer *view, Py_ssize_t size) {
@@ -150,7 +151,66 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(row_hashes_doc,
+             "row_hashes(rows, out, /)\n--\n\n"
+             "Write a 64-bit hash of each row of `rows` (a C-contiguous 2-D array of 4- or "
+             "8-byte items) into `out` (uint64[R], writable). Equal rows hash equal; callers "
+             "check the rows a hash groups.");
+
+/* A row's words mixed one at a time (multiply-xorshift), then avalanched: grouping the
+ * few hundred distinct masks of an index by hash was a numpy weighted sum over every
+ * word, a temporary the size of the rows (~1 ms for 280 rows of Llama 3's 4,009 words). */
+static PyObject *row_hashes(PyObject *Py_UNUSED(m), PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "row_hashes(rows, out) takes 2 arguments");
+        return NULL;
+    }
+    Py_buffer rv, ov;
+    if (PyObject_GetBuffer(args[0], &rv, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    if (PyObject_GetBuffer(args[1], &ov, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&rv);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    if (rv.ndim != 2 || (rv.itemsize != 4 && rv.itemsize != 8) || ov.len != rv.shape[0] * 8) {
+        PyErr_SetString(PyExc_ValueError,
+                        "row_hashes: rows must be a 2-D array of 4- or 8-byte items, out "
+                        "uint64 with one value per row");
+        goto done;
+    }
+    Py_ssize_t num_rows = rv.shape[0], row_bytes = rv.shape[1] * rv.itemsize;
+    const unsigned char *data = rv.buf;
+    uint64_t *out = ov.buf;
+    for (Py_ssize_t r = 0; r < num_rows; r++) {
+        const unsigned char *row = data + r * row_bytes;
+        uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)row_bytes;
+        Py_ssize_t i = 0;
+        for (; i + 8 <= row_bytes; i += 8) {
+            uint64_t w;
+            memcpy(&w, row + i, 8);
+            h = (h ^ w) * 0xFF51AFD7ED558CCDull;
+            h ^= h >> 32;
+        }
+        if (i < row_bytes) { /* a last 4-byte item */
+            uint32_t w;
+            memcpy(&w, row + i, 4);
+            h = (h ^ w) * 0xFF51AFD7ED558CCDull;
+            h ^= h >> 32;
+        }
+        h ^= h >> 33;
+        h *= 0xC4CEB9FE1A85EC53ull;
+        h ^= h >> 33;
+        out[r] = h;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&ov);
+    PyBuffer_Release(&rv);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"row_hashes", (PyCFunction)(void (*)(void))row_hashes, METH_FASTCALL, row_hashes_doc},
     {"set_token_bits", (PyCFunction)(void (*)(void))set_token_bits, METH_FASTCALL,
      set_token_bits_doc},
     {"set_token_runs", (PyCFunction)(void (*)(void))set_token_runs, METH_FASTCALL,
@@ -161,7 +221,7 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "_bits",
-    .m_doc = "Token ids into packed bitmask rows.",
+    .m_doc = "Token ids into packed bitmask rows; row hashes.",
     .m_size = -1,
     .m_methods = methods,
 };

@@ -2,29 +2,30 @@
 
 The index builders group hundreds of thousands of rows that are 10-100 words wide but take
 only a few hundred distinct values; a lexicographic unique of such rows costs seconds,
-a 64-bit hash per row and a check against each class's first member costs milliseconds.
+a 64-bit hash per row (in C) and a check against each class's first member costs
+milliseconds.
 """
 
 from __future__ import annotations
 
-import functools
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from fsmcompile.automaton.fragment import radix_order, unique_rows
+from fsmcompile.index import _bits
 
-_CHUNK_ROWS = 1 << 15  # rows per pass: keeps the temporaries in cache
+_CHUNK_ROWS = 1 << 15  # rows per check pass: keeps the gathered copies in cache
 
 
-@functools.lru_cache(maxsize=256)
-def _multipliers(width: int) -> npt.NDArray[np.uint64]:
-    """Odd random 64-bit factors per column, the same on every call (read-only): seeding
-    a generator cost more than hashing the few hundred rows of a typical call."""
-    rng = np.random.default_rng(0x5EED)
-    mult = rng.integers(1, 2**63, size=width, dtype=np.uint64) | np.uint64(1)
-    mult.flags.writeable = False
-    return mult
+def row_hashes(rows: npt.NDArray[Any]) -> npt.NDArray[np.uint64]:
+    """uint64[R]: a hash of each row of a 2-D array of 4- or 8-byte items (in C:
+    `_bits.row_hashes`). Equal rows hash equal; the callers check what a hash groups."""
+    rows = np.ascontiguousarray(rows)
+    out = np.empty(rows.shape[0], dtype=np.uint64)
+    _bits.row_hashes(rows.reshape(rows.shape[0], -1), out)
+    return out
 
 
 def unique_wide_rows(
@@ -34,28 +35,15 @@ def unique_wide_rows(
     unique.
 
     Walk records repeat a few hundred distinct origin bitsets over hundreds of thousands of
-    rows, so hashing (in cache-sized chunks) and then checking every row against its
-    class's first member is far cheaper than a lexicographic unique of the wide rows. The
-    narrow `keys` columns are hashed alongside, not copied next to the wide rows.
+    rows, so hashing and then checking every row against its class's first member is far
+    cheaper than a lexicographic unique of the wide rows. The narrow `keys` columns are
+    hashed apart and mixed in, not copied next to the wide rows.
     """
     if keys is None:
         keys = np.zeros((rows.shape[0], 0), dtype=np.uint64)
-    mult = _multipliers(keys.shape[1] + rows.shape[1])
-    hashed = np.empty(rows.shape[0], dtype=np.uint64)
-    for lo in range(0, rows.shape[0], _CHUNK_ROWS):
-        hi = lo + _CHUNK_ROWS
-        total = np.zeros(min(hi, rows.shape[0]) - lo, dtype=np.uint64)
-        for block, factors in (
-            (keys[lo:hi], mult[: keys.shape[1]]),
-            (rows[lo:hi], mult[keys.shape[1] :]),
-        ):
-            # Fold the high half down first: a bare multiply never moves high bits down,
-            # so rows differing only in bit 63 of two words would always collide.
-            # A product with the factors (integer matmul wraps like the sum of products
-            # it stands for, in half the time of multiplying and summing the rows).
-            mixed = block ^ (block >> np.uint64(32))
-            total += mixed @ factors
-        hashed[lo:hi] = total
+    hashed = row_hashes(rows)
+    if keys.shape[1]:
+        hashed = hashed * np.uint64(0x9E3779B97F4A7C15) + row_hashes(keys)
     first, inv = first_and_inverse(hashed)
     for lo in range(0, rows.shape[0], _CHUNK_ROWS):
         firsts = first[inv[lo : lo + _CHUNK_ROWS]]
@@ -76,30 +64,19 @@ def unique_mask_rows(
     rows: a chunk's dense groups repeat a few score of 16 KB rows hundreds of times, and
     sorting the repeats compared 16 KB per step (4-7 ms for 299 rows, 87 distinct).
 
-    Rows are matched by a weighted sum of their words first (odd weights, so rows one word
-    apart never collide), every repeat is checked against its first row, and any
-    collision falls back to sorting all rows.
+    Rows are matched by hash first (`row_hashes`), every repeat is checked against its
+    first row, and any collision falls back to sorting all rows.
     """
     if rows.shape[0] < 2:
         return unique_rows(rows)
     rows = np.ascontiguousarray(rows, dtype=np.int32)
-    weights = _word_weights(rows.shape[1])
-    hashed = (rows.view(np.uint32) * weights).sum(axis=1, dtype=np.uint64)
-    first, inverse = first_and_inverse(hashed)
+    first, inverse = first_and_inverse(row_hashes(rows))
     head = first[inverse]
     repeat = np.flatnonzero(head != np.arange(rows.shape[0]))
     if not np.array_equal(rows[repeat], rows[head[repeat]]):
         return unique_rows(rows)
     order_first, order_inverse = unique_rows(rows[first])
     return first[order_first].astype(np.intp), order_inverse[inverse].astype(np.intp)
-
-
-@functools.lru_cache(maxsize=16)
-def _word_weights(width: int) -> npt.NDArray[np.uint32]:
-    """Odd random 32-bit weights per word (the low halves of `_multipliers`), read-only."""
-    weights = _multipliers(width).astype(np.uint32)
-    weights.flags.writeable = False
-    return weights
 
 
 def first_and_inverse(

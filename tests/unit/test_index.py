@@ -243,7 +243,9 @@ def test_unique_mask_rows_matches_sorting_every_row(collide: bool, monkeypatch) 
     from fsmcompile.index import wide_rows
 
     if collide:  # every row hashes alike: the repeat check must catch it
-        monkeypatch.setattr(wide_rows, "_word_weights", lambda width: np.zeros(width, np.uint32))
+        monkeypatch.setattr(
+            wide_rows, "row_hashes", lambda rows: np.zeros(rows.shape[0], dtype=np.uint64)
+        )
     rng = np.random.default_rng(7)
     for _ in range(50):
         distinct = rng.integers(-(2**31), 2**31, size=(int(rng.integers(1, 12)), 9), dtype=np.int64)
@@ -254,6 +256,26 @@ def test_unique_mask_rows_matches_sorting_every_row(collide: bool, monkeypatch) 
         expected_first, expected_inverse = unique_rows(rows)
         assert first.tolist() == expected_first.tolist()
         assert inverse.tolist() == expected_inverse.tolist()
+
+
+@pytest.mark.parametrize(("dtype", "width"), [(np.int32, 9), (np.int32, 4009), (np.uint64, 3)])
+def test_row_hashes_equal_rows_alike_distinct_rows_apart(dtype, width) -> None:
+    from fsmcompile.index import _bits
+    from fsmcompile.index.wide_rows import row_hashes
+
+    rng = np.random.default_rng(width)
+    info = np.iinfo(dtype)
+    distinct = rng.integers(info.min, info.max, size=(300, width), dtype=dtype, endpoint=True)
+    distinct[1::2] = distinct[::2]  # pairs of equal rows
+    distinct[1::2, -1] ^= 1  # ... then one bit apart in the last word (the 4-byte tail)
+    hashed = row_hashes(distinct)
+    assert len(set(hashed.tolist())) == 300
+    again = row_hashes(np.concatenate([distinct, distinct[::-1]]))
+    assert np.array_equal(again[:300], hashed) and np.array_equal(again[300:], hashed[::-1])
+    with pytest.raises(ValueError, match="one value per row"):
+        _bits.row_hashes(distinct, np.empty(299, dtype=np.uint64))
+    with pytest.raises(ValueError, match="4- or 8-byte"):
+        _bits.row_hashes(distinct.astype(np.int16), np.empty(300, dtype=np.uint64))
 
 
 @pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint64])
