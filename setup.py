@@ -1,6 +1,6 @@
 """The C parts: the runtime's (`runtime/_native.c`) and the compiler's kernels (DFA
-minimization, subset and product constructions, region and vocabulary walks, bit
-packing); everything else is in pyproject.toml."""
+minimization, reachability, subset and product constructions, region and vocabulary walks,
+bit packing, LALR tables); everything else is in pyproject.toml."""
 
 from setuptools import Extension, setup
 
@@ -19,5 +19,6 @@ setup(
         kernel("fsmcompile.index._bits", "fsmcompile/index/_bits.c"),
         kernel("fsmcompile.index._live_walk", "fsmcompile/index/_live_walk.c"),
         kernel("fsmcompile.index._role_walk", "fsmcompile/index/_role_walk.c"),
+        kernel("fsmcompile.spec.lark._lalr", "fsmcompile/spec/lark/_lalr.c"),
     ]
 )

@@ -1,0 +1,226 @@
+"""The C steps of the LALR builder (`_lalr.c`) agree with their Python definition
+(`lalr_reference.py`) exactly: the LR(0) states with their numbering, item order and
+transition order, the lookahead entries and their rules in first-seen order, and so every
+action dict, its key order, and every conflict message word for word.
+
+Compared on the bundled grammars' rules, on the grammars real JSON schemas generate
+(merge rounds included, whose first builds end in collisions), on a deep chain, and on
+random grammars with empty rules, left and right recursion and conflicts of both kinds.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from array import array
+from pathlib import Path
+from typing import Any
+
+import pytest
+from grammar_checks import GRAMMARS
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from lalr_reference import lalr_states_reference, lookaheads_reference, lr0_reference
+from lark import Lark
+from lark.exceptions import GrammarError
+from lark.grammar import NonTerminal, Rule, Terminal
+
+from fsmcompile.spec.lark import _lalr, lalr
+
+CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpora" / "jsonschemabench"
+SCHEMAS = (
+    "WashingtonPost/wp_0_Normalized",
+    "WashingtonPost/wp_1_Normalized",
+    "WashingtonPost/wp_6_Normalized",
+    "Kubernetes/kb_0_Normalized",
+    "Kubernetes/kb_2_Normalized",
+    "Github_hard/o366",
+    "Github_hard/o1052",
+    "Github_hard/o3446",
+    "Github_medium/o13",
+    "Github_ultra/o358",
+)
+
+
+def _lr0_lists(lr0: Any) -> tuple[list[list[int]], list[list[tuple[int, int]]]]:
+    """The C item sets as the reference holds them (transitions as ordered pairs)."""
+    cs, ci = lr0.closure_start.tolist(), lr0.closure_items.tolist()
+    ts, sym, target = lr0.trans_start.tolist(), lr0.trans_sym.tolist(), lr0.trans_target.tolist()
+    closure = [ci[cs[s] : cs[s + 1]] for s in range(len(cs) - 1)]
+    trans = [
+        list(zip(sym[ts[s] : ts[s + 1]], target[ts[s] : ts[s + 1]], strict=True))
+        for s in range(len(ts) - 1)
+    ]
+    return closure, trans
+
+
+def _lookahead_lists(found: Any) -> list[list[tuple[int, list[int]]]]:
+    """The C lookaheads as ordered (symbol, rules) pairs per state."""
+    start, sym = found.start.tolist(), found.sym.tolist()
+    rule_start, rules = found.rule_start.tolist(), found.rules.tolist()
+    return [
+        [(sym[e], rules[rule_start[e] : rule_start[e + 1]]) for e in range(start[s], start[s + 1])]
+        for s in range(len(start) - 1)
+    ]
+
+
+def _outcome(build: Any, rules: list[Any], start: str) -> Any:
+    """The table with each state's actions in order, or the error message."""
+    try:
+        table = build(rules, start)
+    except GrammarError as exc:
+        return str(exc)
+    states = [(state, list(actions.items())) for state, actions in table.states.items()]
+    return states, table.start_states, table.end_states
+
+
+def _assert_same(rules: list[Any], start: str) -> Any:
+    """Every step of the C build equals the reference's; the outcome, for more checks."""
+    try:
+        grammar = lalr._numbered(rules, start)
+    except GrammarError:
+        grammar = None
+    if grammar is not None:
+        columns = lalr._columns(grammar)
+        ours = lalr._lr0(grammar, columns)
+        theirs = lr0_reference(grammar)
+        closure, trans = _lr0_lists(ours)
+        assert closure == theirs.closure
+        assert trans == [list(moves.items()) for moves in theirs.trans]
+        found = lalr._lookaheads(grammar, columns, ours)
+        expected = lookaheads_reference(grammar, theirs)
+        assert _lookahead_lists(found) == [list(per_state.items()) for per_state in expected]
+    outcome = _outcome(lalr.lalr_states, rules, start)
+    assert outcome == _outcome(lalr_states_reference, rules, start)
+    return outcome
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in GRAMMARS.glob("*.lark")))
+def test_bundled_grammars_get_the_reference_states(name: str) -> None:
+    built = Lark((GRAMMARS / name).read_text(), parser="lalr")
+    outcome = _assert_same(list(built.rules), built.options.start[0])
+    assert not isinstance(outcome, str)
+
+
+def _schema_builds(schema_id: str, monkeypatch: pytest.MonkeyPatch) -> list[tuple[list[Any], str]]:
+    """The (rules, start) of every LALR build of a corpus schema's grammar."""
+    from fsmcompile.compiler import ROOT_RULE, lower_spec
+    from fsmcompile.errors import UnsupportedFeatureError
+    from fsmcompile.spec.lark import from_rules, generated
+
+    subset = schema_id.split("/")[0]
+    path = CORPUS / subset / "schemas.jsonl"
+    if not path.exists():
+        pytest.skip(f"{path} not present")
+    with open(path, encoding="utf-8") as handle:
+        record = next(r for r in map(json.loads, handle) if r["id"] == schema_id)
+    builds: list[tuple[list[Any], str]] = []
+
+    def recorded(rules: list[Any], start: str) -> Any:
+        builds.append((list(rules), start))
+        return lalr.lalr_states(rules, start)
+
+    monkeypatch.setattr(generated, "lalr_states", recorded)
+    node, rules = lower_spec("json", record["schema"], {})
+    assert rules, "a schema of the grammar route"
+    try:
+        from_rules.grammar_from_rules({ROOT_RULE: node, **rules}, ROOT_RULE, max_states=100_000)
+    except UnsupportedFeatureError:
+        pass  # still LALR(1)-conflicted after merging: the builds are compared all the same
+    return builds
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("schema_id", SCHEMAS)
+def test_schema_grammars_get_the_reference_states(
+    schema_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    builds = _schema_builds(schema_id, monkeypatch)
+    assert builds
+    for rules, start in builds:
+        _assert_same(rules, start)
+
+
+@pytest.mark.corpus
+def test_a_merge_round_s_collision_message_is_the_reference_s(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # wp_0's first build collides; `_merge_twins` reads the rules out of the message.
+    builds = _schema_builds("WashingtonPost/wp_0_Normalized", monkeypatch)
+    first = _assert_same(*builds[0])
+    assert isinstance(first, str) and first.startswith("Reduce/Reduce collision in ")
+
+
+def test_a_deep_chain_gets_the_reference_states() -> None:
+    # n_i: A n_{i+1} | B, then m_i: C m_{i+1} | <empty>: the includes relation (through
+    # nullable tails too) and the item sets nest as deep as the chains.
+    depth = 3000
+    rules = [
+        rule
+        for i in range(depth)
+        for rule in (
+            Rule(NonTerminal(f"n{i}"), [Terminal("A"), NonTerminal(f"n{i + 1}")], 0),
+            Rule(NonTerminal(f"n{i}"), [Terminal("B")], 1),
+            Rule(NonTerminal(f"m{i}"), [Terminal("C"), NonTerminal(f"m{i + 1}")], 0),
+            Rule(NonTerminal(f"m{i}"), [], 1),
+        )
+    ] + [
+        Rule(NonTerminal(f"n{depth}"), [NonTerminal("m0")], 0),
+        Rule(NonTerminal(f"m{depth}"), [Terminal("D")], 0),
+    ]
+    outcome = _assert_same(rules, "n0")
+    assert not isinstance(outcome, str)
+
+
+NONTERMINALS = ("s", "a", "b", "c", "d", "e")
+TERMINALS = ("X", "Y", "Z", "W")
+_symbol = st.sampled_from([("n", n) for n in NONTERMINALS] + [("t", t) for t in TERMINALS])
+_expansions = st.lists(st.lists(_symbol, max_size=4), min_size=1, max_size=4, unique_by=str)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.fixed_dictionaries({n: _expansions for n in NONTERMINALS}))
+def test_random_grammars_get_the_reference_states_or_message(
+    bodies: dict[str, list[list[tuple[str, str]]]],
+) -> None:
+    rules = [
+        Rule(
+            NonTerminal(name),
+            [Terminal(v) if k == "t" else NonTerminal(v) for k, v in expansion],
+            order,
+        )
+        for name, expansions in bodies.items()
+        for order, expansion in enumerate(expansions)
+    ]
+    _assert_same(rules, "s")
+
+
+def test_seeded_random_grammars_cover_both_conflicts_and_clean_tables() -> None:
+    # The comparison is only as good as its cases: each outcome must occur among them.
+    symbols = [NonTerminal(n) for n in NONTERMINALS] + [Terminal(t) for t in TERMINALS]
+    seen = set()
+    for seed in range(300):
+        rng = random.Random(seed)
+        rules = list(
+            dict.fromkeys(
+                Rule(NonTerminal(n), rng.sample(symbols, rng.randint(0, 3)), order)
+                for n in NONTERMINALS
+                for order in range(rng.randint(1, 3))
+            )
+        )
+        outcome = _assert_same(rules, "s")
+        seen.add(outcome.split(" ")[0] if isinstance(outcome, str) else "table")
+    assert {"table", "Shift/Reduce", "Reduce/Reduce"} <= seen
+
+
+def test_inconsistent_columns_are_refused() -> None:
+    grammar = lalr._numbered([Rule(NonTerminal("s"), [Terminal("X")], 0)], "s")
+    columns = list(lalr._columns(grammar))
+    root = grammar.item_base[-1]
+    with pytest.raises(ValueError, match="int32"):
+        _lalr.lr0(array("q", grammar.item_next), *columns[1:], 2, 4, root)
+    with pytest.raises(ValueError, match="root_item"):
+        _lalr.lr0(*columns, grammar.num_nt, len(grammar.symbols), 99)
+    columns[0] = array("i", [7 if s == -1 else s for s in grammar.item_next])
+    with pytest.raises(ValueError, match="rule"):
+        _lalr.lr0(*columns, grammar.num_nt, len(grammar.symbols), root)
