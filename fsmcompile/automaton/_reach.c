@@ -1,5 +1,5 @@
 /* Reachability in a transition table (`fsmcompile.automaton._reach`): the trims every
- * automaton construction ends with.
+ * automaton construction ends with, and the breadth-first numbering of a finished DFA.
  *
  * Forward from the start (reachable) and backward from the accepting states
  * (coreachable), O(states x classes). As Python breadth-first searches these were most of
@@ -120,7 +120,76 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(bfs_order_doc,
+             "bfs_order(trans, start, new_id, /) -> int\n--\n\n"
+             "Number the states reachable from `start` breadth first, each state's transitions "
+             "visited in class order: write each state's number into `new_id` (int32[S], "
+             "writable; -1 for states not reached) and return how many were reached.");
+
+/* The canonical numbering every finished DFA gets: equal languages must give identical
+ * arrays. As a Python loop over the live edges it was a tenth of a terminal's build. */
+static PyObject *bfs_order(PyObject *Py_UNUSED(m), PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "bfs_order(trans, start, new_id) takes 3 arguments");
+        return NULL;
+    }
+    Py_ssize_t start = PyLong_AsSsize_t(args[1]);
+    if (start == -1 && PyErr_Occurred()) return NULL;
+    Py_buffer tv, nv;
+    if (PyObject_GetBuffer(args[0], &tv, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
+    if (PyObject_GetBuffer(args[2], &nv, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE | PyBUF_FORMAT) < 0) {
+        PyBuffer_Release(&tv);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    int32_t *queue = NULL;
+    if (tv.ndim != 2 || !is_int32(&tv) || !is_int32(&nv) || nv.len != tv.shape[0] * 4) {
+        PyErr_SetString(PyExc_ValueError,
+                        "bfs_order: trans must be int32[S, C], new_id int32[S]");
+        goto done;
+    }
+    const int32_t *trans = tv.buf;
+    int32_t *new_id = nv.buf;
+    Py_ssize_t n = tv.shape[0], w = tv.shape[1];
+    if (n >= INT32_MAX || start < 0 || start >= n) {
+        PyErr_SetString(PyExc_ValueError, "bfs_order: the start names no state");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n * w; i++) {
+        if (trans[i] < -1 || trans[i] >= n) {
+            PyErr_SetString(PyExc_ValueError, "bfs_order: a transition names no state");
+            goto done;
+        }
+    }
+    queue = PyMem_Malloc(((size_t)n + 1) * sizeof(int32_t));
+    if (!queue) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t s = 0; s < n; s++) new_id[s] = -1;
+    Py_ssize_t head = 0, tail = 0;
+    new_id[start] = 0;
+    queue[tail++] = (int32_t)start;
+    while (head < tail) {
+        const int32_t *row = trans + (Py_ssize_t)queue[head++] * w;
+        for (Py_ssize_t c = 0; c < w; c++) {
+            int32_t t = row[c];
+            if (t >= 0 && new_id[t] < 0) {
+                new_id[t] = (int32_t)tail;
+                queue[tail++] = t;
+            }
+        }
+    }
+    result = PyLong_FromSsize_t(tail);
+done:
+    PyMem_Free(queue);
+    PyBuffer_Release(&nv);
+    PyBuffer_Release(&tv);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"bfs_order", (PyCFunction)(void (*)(void))bfs_order, METH_FASTCALL, bfs_order_doc},
     {"mark_reached", (PyCFunction)(void (*)(void))mark_reached, METH_FASTCALL, mark_reached_doc},
     {NULL, NULL, 0, NULL},
 };
@@ -128,7 +197,7 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "_reach",
-    .m_doc = "Reachability in a transition table.",
+    .m_doc = "Reachability and breadth-first numbering in a transition table.",
     .m_size = -1,
     .m_methods = methods,
 };

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from fsmcompile.automaton import _reach
 from fsmcompile.automaton.dfa import ByteDFA
 from fsmcompile.automaton.fragment import Flags, Table, unique_rows
 
@@ -43,30 +44,19 @@ def canonical_dfa(
 ) -> ByteDFA:
     """The ByteDFA with coarsest classes and BFS state numbers (state 0 = `start`).
 
-    The walk is a Python loop over live edges, O(E): a numpy frontier walk would need
-    one round per step of the longest chain. Unreachable states are dropped.
+    The walk is a search in C (`_reach.bfs_order`), O(E): a numpy frontier walk would
+    need one round per step of the longest chain. Unreachable states are dropped.
     """
     trans, new_class_of_byte = coarsest_classes(trans, class_of_byte)
     num_states = trans.shape[0]
-    src, cls = np.nonzero(trans >= 0)
-    dst_array = trans[src, cls]
-    # Neighbouring classes often share a target; a repeat can never be a first visit.
-    first = np.ones(src.size, dtype=np.bool_)
-    first[1:] = (src[1:] != src[:-1]) | (dst_array[1:] != dst_array[:-1])
-    src, dst = src[first], dst_array[first].tolist()
-    ptr = np.searchsorted(src, np.arange(num_states + 1)).tolist()
-    new_id = [-1] * num_states
-    new_id[start] = 0
-    order = [start]
-    for s in order:
-        for t in dst[ptr[s] : ptr[s + 1]]:
-            if new_id[t] < 0:
-                new_id[t] = len(order)
-                order.append(t)
-    lookup = np.array([*new_id, -1], dtype=np.int32)
-    perm = np.array(order, dtype=np.intp)
+    new_id = np.empty(num_states, dtype=np.int32)
+    reached = _reach.bfs_order(np.ascontiguousarray(trans, dtype=np.int32), start, new_id)
+    perm = np.empty(reached, dtype=np.intp)
+    kept = np.flatnonzero(new_id >= 0)
+    perm[new_id[kept]] = kept
+    lookup = np.append(new_id, np.int32(-1))
     renumbered = np.ascontiguousarray(lookup[trans[perm]], dtype=np.int32)
-    if len(order) < num_states:
+    if reached < num_states:
         # Unreachable states may have kept classes apart: merge again. Merging equal
         # columns never changes the BFS order (a merged class's targets were already
         # visited through its smaller-byte twin), so no second walk is needed.

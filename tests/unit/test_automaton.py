@@ -620,3 +620,36 @@ def test_reachability_follows_a_long_chain_and_rejects_bad_tables() -> None:
         _reach.mark_reached(np.zeros((2, 1), dtype=np.int64), marks, False)
     with pytest.raises(ValueError, match="one byte per state"):
         _reach.mark_reached(np.zeros((3, 1), dtype=np.int32), marks, True)
+
+
+def reference_bfs(trans: np.ndarray, start: int) -> list[int]:
+    """Breadth-first numbers from `start`, each row read in class order (-1: not reached)."""
+    new_id = [-1] * trans.shape[0]
+    new_id[start] = 0
+    order = [start]
+    for s in order:
+        for t in trans[s].tolist():
+            if t >= 0 and new_id[t] < 0:
+                new_id[t] = len(order)
+                order.append(t)
+    return new_id
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_bfs_order_matches_a_plain_search(seed: int) -> None:
+    from fsmcompile.automaton import _reach
+
+    rng = np.random.default_rng(1300 + seed)
+    size, width = int(rng.integers(1, 60)), int(rng.integers(1, 6))
+    trans = rng.integers(-1, size, size=(size, width)).astype(np.int32)
+    trans[rng.random(trans.shape) < 0.5] = -1
+    start = int(rng.integers(0, size))
+    new_id = np.empty(size, dtype=np.int32)
+    reached = _reach.bfs_order(trans, start, new_id)
+    expected = reference_bfs(trans, start)
+    assert new_id.tolist() == expected
+    assert reached == sum(i >= 0 for i in expected)
+    with pytest.raises(ValueError, match="start names no state"):
+        _reach.bfs_order(trans, size, new_id)
+    with pytest.raises(ValueError, match="int32"):
+        _reach.bfs_order(trans, 0, np.empty(size, dtype=np.int64))
