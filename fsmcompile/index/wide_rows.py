@@ -24,7 +24,8 @@ def row_hashes(rows: npt.NDArray[Any]) -> npt.NDArray[np.uint64]:
     `_bits.row_hashes`). Equal rows hash equal; the callers check what a hash groups."""
     rows = np.ascontiguousarray(rows)
     out = np.empty(rows.shape[0], dtype=np.uint64)
-    _bits.row_hashes(rows.reshape(rows.shape[0], -1), out)
+    if rows.shape[0]:
+        _bits.row_hashes(rows, out)
     return out
 
 

@@ -272,6 +272,7 @@ def test_row_hashes_equal_rows_alike_distinct_rows_apart(dtype, width) -> None:
     assert len(set(hashed.tolist())) == 300
     again = row_hashes(np.concatenate([distinct, distinct[::-1]]))
     assert np.array_equal(again[:300], hashed) and np.array_equal(again[300:], hashed[::-1])
+    assert row_hashes(distinct[:0]).shape == (0,)
     with pytest.raises(ValueError, match="one value per row"):
         _bits.row_hashes(distinct, np.empty(299, dtype=np.uint64))
     with pytest.raises(ValueError, match="4- or 8-byte"):
