@@ -372,11 +372,12 @@ def _groups(
     walked_rows = pack_token_ids(
         in_dense[group_of[~listed]], tokens[~listed], dense.shape[0], vocab.size
     )
-    packed = np.concatenate([walked_rows, stays.packed_rows(dense_patterns.tolist(), vocab.size)])
+    stay_rows, stay_row_of = stays.packed_rows(dense_patterns.tolist(), vocab.size)
+    packed = np.concatenate([walked_rows, stay_rows])
     first_row, row_of = unique_mask_rows(packed)
     masks = packed[first_row]
     row_of_pattern = np.full(pattern_sizes.shape[0], -1, dtype=np.int64)
-    row_of_pattern[dense_patterns] = row_of[dense.shape[0] :]
+    row_of_pattern[dense_patterns] = row_of[dense.shape[0] + stay_row_of]
     group_dense = np.full(num_groups, -1, dtype=np.int32)
     group_dense[dense] = row_of[: dense.shape[0]]
     group_dense[walked:] = row_of_pattern

@@ -206,12 +206,16 @@ def test_packed_stay_rows_are_kept_and_reused_by_the_next_walk(gpt2: Vocabulary)
     assert all(stays.patterns[g] is not None and stays.rows[g] is None for g in listed)
     for g in dense:
         assert stays.tokens(g, gpt2.size).shape[0] == stays.sizes[g]
-    first = stays.packed_rows(dense, gpt2.size)
+    rows, row_of = stays.packed_rows(dense, gpt2.size)
+    assert rows.shape[0] == len({id(stays.rows[g]) for g in dense})  # one per row object
+    for g, at in zip(dense, row_of.tolist(), strict=True):  # each group reads its own row
+        assert np.array_equal(rows[at], stays.rows[g])
     later = served()
     assert later.sizes == stays.sizes
     made = {id(stays.rows[g]) for g in dense}
     assert all(id(later.rows[g]) in made for g in dense), "kept rows are taken, not repacked"
-    assert np.array_equal(later.packed_rows(dense, gpt2.size), first)
+    again, again_of = later.packed_rows(dense, gpt2.size)
+    assert np.array_equal(again[again_of], rows[row_of])
 
 
 @pytest.mark.parametrize("seed", range(5))
