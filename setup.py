@@ -17,6 +17,7 @@ setup(
         kernel("fsmcompile.automaton._refine", "fsmcompile/automaton/_refine.c"),
         kernel("fsmcompile.automaton._subset", "fsmcompile/automaton/_subset.c"),
         kernel("fsmcompile.index._bits", "fsmcompile/index/_bits.c"),
+        kernel("fsmcompile.index._lexer", "fsmcompile/index/_lexer.c"),
         kernel("fsmcompile.index._live_walk", "fsmcompile/index/_live_walk.c"),
         kernel("fsmcompile.index._role_walk", "fsmcompile/index/_role_walk.c"),
         kernel("fsmcompile.spec.lark._lalr", "fsmcompile/spec/lark/_lalr.c"),

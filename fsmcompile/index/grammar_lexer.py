@@ -17,6 +17,7 @@ merged across contexts (Moore minimization), except that a state labelled with a
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ from fsmcompile.automaton.ir import (
 )
 from fsmcompile.automaton.utf8 import utf8_sequences
 from fsmcompile.errors import BudgetExceededError, UnsupportedFeatureError
+from fsmcompile.index import _lexer
 from fsmcompile.index.edge_rounds import EdgeRounds
 from fsmcompile.index.sorted_keys import positions_of
 from fsmcompile.spec.lark.grammar import LarkGrammar, Terminal
@@ -110,9 +112,7 @@ class _Nfa:
             and len(self.kind) % 1024 == 0
             and time.monotonic() > self.deadline
         ):
-            raise BudgetExceededError(
-                "compile timed out while building the lexer", limit="timeout_s", value=0.0
-            )
+            raise _lexer_timeout()
         self.kind.append(kind)
         self.owner.append(self.building)
         self.counting.append(False)
@@ -324,11 +324,11 @@ def build_lexer_automaton(
     lexeme shares (a long array of ids beside keys that begin like them), are built with
     the bound unrolled.
 
-    Cost: subset construction in Python, O(DFA states x classes x threads); lark
-    terminals give tens to hundreds of states per context. A generated grammar (every
-    terminal has an automaton, no keywords) runs it on the terminals' automata directly
-    (`_build_lexer_from_dfas`, the same lexer 40% sooner); others on a byte NFA that
-    keeps Python's alternation preference.
+    Cost: subset construction, O(DFA states x classes x threads); lark terminals give
+    tens to hundreds of states per context. A generated grammar (every terminal has an
+    automaton, no keywords) runs it in C on the terminals' automata directly
+    (`_build_lexer_from_dfas`); others in Python on a byte NFA that keeps Python's
+    alternation preference.
 
     Raises:
         BudgetExceededError: more than `max_states` states, or `deadline` passed.
@@ -469,11 +469,7 @@ class _LexerTable:
     def add(self, label: int, restart: int, bound: int) -> int:
         """A new state with no moves yet; its id."""
         if len(self.rows) >= self.max_states:
-            raise BudgetExceededError(
-                f"the lexer automaton needs more than max_states={self.max_states} states",
-                limit="max_states",
-                value=self.max_states,
-            )
+            raise _too_many_states(self.max_states)
         self.rows.append([-1] * self.num_classes)
         self.labels.append(label)
         self.restart.append(restart)
@@ -652,9 +648,7 @@ def _build_lexer(
         while pending:
             sid, main, shadow, p_ctx, p_uid, p_unless = pending.pop()
             if deadline is not None and time.monotonic() > deadline:
-                raise BudgetExceededError(
-                    "compile timed out while building the lexer", limit="timeout_s", value=0.0
-                )
+                raise _lexer_timeout()
             main_rows = [row for s in main if (row := step[s]) is not None]
             if not main_rows:
                 continue
@@ -713,6 +707,10 @@ def _build_lexer_from_dfas(
     lose to it). Each thread is one code: `base[t] + s`, or `entry[t]` for a nullable
     terminal's start, which may not end a lexeme before a byte. States are interned and
     visited in the order `_build_lexer` visits them, so both give the same automaton.
+
+    The state loop runs in C (`_lexer.c`; in Python it took 200-290 ms of a 2 s
+    WashingtonPost compile); Python prepares the threads (`_Threads`) and raises what
+    the walk stopped for.
     """
     automata: list[ByteDFA] = []
     bound_of: list[int] = []
@@ -723,112 +721,139 @@ def _build_lexer_from_dfas(
         automata.append(dfa)
         bound_of.append(bound)
         item_moves.append(moves)
-    any_counted = any(b >= 0 for b in bound_of)
     class_of_byte, class_byte = _dfa_byte_classes(automata)
+    threads = _Threads.of(automata, item_moves, class_byte)
+    ctx_entries = [threads.entry[t] for context in grammar.contexts for t in context.terminals]
+    ctx_ptr = np.cumsum([0, *(len(context.terminals) for context in grammar.contexts)])
+    stop, result = _lexer.build_lexer(
+        threads.moves,
+        threads.accepting,
+        threads.term_of,
+        threads.count_index,
+        threads.count_flags,
+        np.ascontiguousarray(grammar.ignored, dtype=np.bool_),
+        np.array(bound_of, dtype=np.int32),
+        ctx_ptr.astype(np.int32),
+        np.array(ctx_entries, dtype=np.int32),
+        max_states,
+        math.inf if deadline is None else deadline,
+    )
+    if stop == _STOP_STATES:
+        raise _too_many_states(max_states)
+    if stop == _STOP_DEADLINE:
+        raise _lexer_timeout()
+    if stop == _STOP_SHARED:
+        assert isinstance(result, list)
+        raise _SharedCountedState(frozenset(result))
+    assert isinstance(result, tuple)
+    rows, labels, restart, bounds, char_starts, starts = result
+    num_states = len(labels) // 4
     num_classes = len(class_byte)
-    # Threads: per terminal, one code per automaton state, then its entry if nullable.
-    move_rows: list[list[int]] = []
-    accepting: list[bool] = []
-    term_of: list[int] = []
-    counting_rows: list[list[bool] | None] = []
-    entry: list[int] = []
-    for t, dfa in enumerate(automata):
-        base = len(move_rows)
-        own_class = dfa.class_of_byte[class_byte]
-        by_class = np.where(dfa.transitions >= 0, dfa.transitions + base, -1)[:, own_class]
-        rows_t = by_class.tolist()
-        move_rows.extend(rows_t)
-        accepting.extend(dfa.accepting.tolist())
-        term_of.extend([t] * dfa.num_states)
-        moves, own = item_moves[t], own_class.tolist()
-        for s in range(dfa.num_states):
-            counts = moves.get(s) if moves is not None else None
-            counting_rows.append([k in counts for k in own] if counts else None)
-        if dfa.accepting[0]:
-            entry.append(len(move_rows))
-            move_rows.append(rows_t[0])
-            accepting.append(False)
-            term_of.append(t)
-            counting_rows.append(counting_rows[base])
-        else:
-            entry.append(base)
-    ignored_terminal = grammar.ignored.tolist()
-    ignored_thread = [ignored_terminal[t] for t in term_of]
-
-    states: dict[tuple[int, tuple[int, ...]], int] = {}
-    table = _LexerTable(num_classes, max_states)
-
-    def cut(threads: list[int]) -> tuple[int, ...]:
-        for i, k in enumerate(threads):
-            if accepting[k]:
-                return tuple(threads[: i + 1])  # lower-priority threads lose to this end
-        return tuple(threads)
-
-    def intern(
-        main: tuple[int, ...], ctx: int, pending: list[tuple[int, tuple[int, ...], int]]
-    ) -> int:
-        if not main:
-            return -1
-        tag = ctx if any(ignored_thread[k] for k in main) else -1
-        key = (tag, main)
-        found = states.get(key)
-        if found is not None:
-            return found
-        label = term_of[main[-1]] if accepting[main[-1]] else -1
-        owners = set(map(term_of.__getitem__, main)) if any_counted else set()
-        sid = table.add(
-            label,
-            ctx if label >= 0 and ignored_terminal[label] else -1,
-            bound_of[owners.pop()] if len(owners) == 1 else -1,
-        )
-        states[key] = sid
-        pending.append((sid, main, ctx))
-        return sid
-
-    for ctx, context in enumerate(grammar.contexts):
-        pending: list[tuple[int, tuple[int, ...], int]] = []
-        start = intern(cut([entry[t] for t in context.terminals]), ctx, pending)
-        table.add_start(start)
-        while pending:
-            sid, main, p_ctx = pending.pop()
-            if deadline is not None and time.monotonic() > deadline:
-                raise BudgetExceededError(
-                    "compile timed out while building the lexer", limit="timeout_s", value=0.0
-                )
-            counting = [
-                (flags, move_rows[k]) for k in main if (flags := counting_rows[k]) is not None
-            ]
-            if counting:
-                table.count_in(
-                    sid,
-                    [
-                        any(flags[c] and moves[c] >= 0 for flags, moves in counting)
-                        for c in range(num_classes)
-                    ],
-                    frozenset(term_of[k] for k in main if counting_rows[k] is not None),
-                )
-            if len(main) == 1:
-                row = move_rows[main[0]]
-                target_of = dict.fromkeys(row, -1)
-                for k in target_of:
-                    if k >= 0:
-                        target_of[k] = intern((k,), p_ctx, pending)
-                table.rows[sid] = list(map(target_of.__getitem__, row))
-                continue
-            columns = list(zip(*(move_rows[k] for k in main), strict=True))
-            column_target = dict.fromkeys(columns, -1)
-            for column in column_target:
-                moved = [k for k in column if k >= 0]
-                if moved:
-                    column_target[column] = intern(cut(moved), p_ctx, pending)
-            table.rows[sid] = list(map(column_target.__getitem__, columns))
     # Every state reaches a label: its first thread is never cut (only threads after an
     # accepting one are), and it reaches an accepting state of its minimal automaton.
     # Nor is it minimized: states are thread lists of minimal automata, and in none of
     # the grammars of 96 JSONSchemaBench schemas did minimization merge two (it took 4%
     # of a median compile, 73 ms of a WashingtonPost one). Two states with one future
     # would only cost the vocabulary walk a state more, never a wrong mask.
-    return table.finish(class_of_byte, deadline, trimmed=True, minimize=False)
+    return _finish(
+        np.frombuffer(rows, dtype=np.int32).reshape(num_states, num_classes),
+        class_of_byte,
+        np.frombuffer(labels, dtype=np.int32),
+        np.frombuffer(starts, dtype=np.int32),
+        np.frombuffer(restart, dtype=np.int32),
+        (
+            np.frombuffer(bounds, dtype=np.int32),
+            np.frombuffer(char_starts, dtype=np.bool_).reshape(num_states, num_classes),
+        ),
+        deadline,
+        trimmed=True,
+        minimize=False,
+    )
+
+
+# How the C walk stopped (`_lexer.c`): the error the Python raised there.
+_STOP_STATES, _STOP_DEADLINE, _STOP_SHARED = 1, 2, 3
+
+
+@dataclass(frozen=True, slots=True)
+class _Threads:
+    """The threads of `_build_lexer_from_dfas` as flat arrays for the C walk (T threads,
+    C byte classes): per terminal, one code per automaton state, then its entry if
+    nullable (an entry moves as state 0 but does not accept before a byte).
+
+    Attributes:
+        moves: int32[T, C], the thread each class moves to; -1 dies.
+        accepting / term_of: bool[T] / int32[T].
+        count_index: int32[T], the row of `count_flags` of a thread whose moves may start
+            a counted item (`item_starts` holds classes for its state); -1 elsewhere.
+        count_flags: int32[R, C], whether each class starts an item.
+        entry: per terminal, the thread a lexeme starts in.
+    """
+
+    moves: npt.NDArray[np.int32]
+    accepting: npt.NDArray[np.bool_]
+    term_of: npt.NDArray[np.int32]
+    count_index: npt.NDArray[np.int32]
+    count_flags: npt.NDArray[np.int32]
+    entry: list[int]
+
+    @classmethod
+    def of(
+        cls,
+        automata: list[ByteDFA],
+        item_moves: list[dict[int, frozenset[int]] | None],
+        class_byte: list[int],
+    ) -> _Threads:
+        blocks: list[npt.NDArray[np.int32]] = []
+        accepting: list[npt.NDArray[np.bool_]] = []
+        count_index: list[npt.NDArray[np.int32]] = []
+        count_rows: list[npt.NDArray[np.bool_]] = []
+        sizes: list[int] = []
+        entry: list[int] = []
+        base = 0
+        for dfa, moves in zip(automata, item_moves, strict=True):
+            n = dfa.num_states
+            nullable = bool(dfa.accepting[0])
+            own_class = dfa.class_of_byte[class_byte]
+            by_class = np.where(dfa.transitions >= 0, dfa.transitions + base, -1)[:, own_class]
+            index = np.full(n + nullable, -1, dtype=np.int32)
+            for s, counts in (moves or {}).items():
+                if counts:
+                    index[s] = len(count_rows)
+                    count_rows.append(np.isin(own_class, list(counts)))
+            blocks.append(by_class)
+            accepting.append(dfa.accepting)
+            if nullable:
+                index[n] = index[0]
+                blocks.append(by_class[:1])
+                accepting.append(np.zeros(1, dtype=np.bool_))
+            count_index.append(index)
+            entry.append(base + n if nullable else base)
+            sizes.append(n + nullable)
+            base += n + nullable
+        width = len(class_byte)
+        return cls(
+            moves=np.ascontiguousarray(np.concatenate(blocks), dtype=np.int32).reshape(-1, width),
+            accepting=np.ascontiguousarray(np.concatenate(accepting), dtype=np.bool_),
+            term_of=np.repeat(np.arange(len(sizes), dtype=np.int32), sizes),
+            count_index=np.concatenate(count_index).astype(np.int32),
+            count_flags=np.array(count_rows, dtype=np.int32).reshape(-1, width),
+            entry=entry,
+        )
+
+
+def _too_many_states(max_states: int) -> BudgetExceededError:
+    return BudgetExceededError(
+        f"the lexer automaton needs more than max_states={max_states} states",
+        limit="max_states",
+        value=max_states,
+    )
+
+
+def _lexer_timeout() -> BudgetExceededError:
+    return BudgetExceededError(
+        "compile timed out while building the lexer", limit="timeout_s", value=0.0
+    )
 
 
 def _dfa_byte_classes(automata: list[ByteDFA]) -> tuple[npt.NDArray[np.int32], list[int]]:
