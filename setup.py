@@ -21,5 +21,6 @@ setup(
         kernel("fsmcompile.index._live_walk", "fsmcompile/index/_live_walk.c"),
         kernel("fsmcompile.index._role_walk", "fsmcompile/index/_role_walk.c"),
         kernel("fsmcompile.spec.lark._lalr", "fsmcompile/spec/lark/_lalr.c"),
+        kernel("fsmcompile.spec.lark._lexcheck", "fsmcompile/spec/lark/_lexcheck.c"),
     ]
 )
