@@ -770,8 +770,9 @@ def _merge_twins(text: str, message: str) -> str | None:
     return "".join(f"{n}: {rename(b)}\n" for n, b in bodies.items() if n not in alias)
 
 
-_Answers = dict[tuple[int, int, bool, tuple[int, ...]], "tuple[bytes, int] | None"]
-"""`_lexing_conflict` answers of one grammar's terminals by (a, b, a first, followers)."""
+_Answers = dict[tuple[int, int, bool, bytes], "tuple[bytes, int] | None"]
+"""`_lexing_conflict` answers of one grammar's terminals by (a, b, a first, followers),
+the followers' ids packed as int32 bytes."""
 
 
 def _check_contexts(grammar: LarkGrammar, answers: _Answers | None = None) -> None:
@@ -802,9 +803,9 @@ def _check_contexts(grammar: LarkGrammar, answers: _Answers | None = None) -> No
     num_terminals = len(grammar.terminals)
     table = grammar.table
     after = next_contexts(table, num_terminals)
-    firsts: dict[int, frozenset[int]] = {}
+    firsts: dict[int, int] = {}
 
-    def first(t: int) -> frozenset[int]:
+    def first(t: int) -> int:
         if t not in firsts:
             firsts[t] = _first_bytes(_dfa(grammar, t))
         return firsts[t]
@@ -832,47 +833,57 @@ def _check_contexts(grammar: LarkGrammar, answers: _Answers | None = None) -> No
             automata[t] = _automaton(_dfa(grammar, t))
         return automata[t]
 
-    def conflict(
-        a: int, b: int, a_first: bool, follows: tuple[int, ...]
-    ) -> tuple[bytes, int] | None:
-        """`_lexing_conflict` of two terminals."""
-        return _lexing_conflict(
-            automaton(a), automaton(b), a == b, a_first, list(map(automaton, follows))
-        )
+    # Per distinct followers tuple: its ids and its automata's digests packed into bytes,
+    # which keep their hash (a tuple hashes all its items at every lookup, and followers
+    # run to 160 terminals), and its automata.
+    packed: dict[tuple[int, ...], tuple[bytes, bytes, list[_Automaton]]] = {}
+
+    def pack(follows: tuple[int, ...]) -> tuple[bytes, bytes, list[_Automaton]]:
+        if follows not in packed:
+            packed[follows] = (
+                np.array(follows, np.int32).tobytes(),
+                b"".join(map(key, follows)),
+                list(map(automaton, follows)),
+            )
+        return packed[follows]
 
     def found_for(
-        a: int, b: int, a_first: bool, follows: tuple[int, ...]
+        a: int, b: int, a_first: bool, follows: tuple[bytes, bytes, list[_Automaton]]
     ) -> tuple[bytes, int] | None:
-        place = (a, b, a_first, follows)
+        ids, digests, follow_automata = follows
+        place = (a, b, a_first, ids)
         if place in answers:
             return answers[place]
         # Memoized by content: the any-JSON terminals meet each other the same way in
         # every schema with free-form members.
-        memo_key = (
-            key(a),
-            key(b),
-            b"same" if a == b else b"first" if a_first else b"",
-            *map(key, follows),
+        memo_key = (key(a), key(b), b"same" if a == b else b"first" if a_first else b"", digests)
+        found = _conflicts.get_or_make(
+            memo_key,
+            partial(_lexing_conflict, automaton(a), automaton(b), a == b, a_first, follow_automata),
         )
-        found = _conflicts.get_or_make(memo_key, partial(conflict, a, b, a_first, follows))
         answers[place] = found
         return found
 
-    checked: set[tuple[int, int, bool, tuple[int, ...]]] = set()
+    checked: set[tuple[int, int, bool, bytes]] = set()
     dropped: dict[tuple[int, int], bytes] = {}  # (first, dropped) -> witness
     for context, a, follows in _lexing_places(table, num_terminals, in_context, anywhere_after):
         if grammar.terminals[a].dfa is None:
             continue
         position = positions[context]
+        first_a = first(a)
+        packed_follows = pack(follows)
+        ids = packed_follows[0]
         for b in in_context[context]:
-            a_first = position[a] < position[b]
-            if (a, b, a_first, follows) in checked or not (a == b or first(a) & first(b)):
+            if a != b and not first_a & first(b):
                 continue
-            checked.add((a, b, a_first, follows))
-            found = found_for(a, b, a_first, follows)
+            a_first = position[a] < position[b]
+            if (a, b, a_first, ids) in checked:
+                continue
+            checked.add((a, b, a_first, ids))
+            found = found_for(a, b, a_first, packed_follows)
             if found is not None and found[1] == DROPPED:
                 # Raising b above a helps only if b, read first, cuts no text wrongly.
-                again = found_for(a, b, False, follows)
+                again = found_for(a, b, False, packed_follows)
                 if again is None and (b, a) not in dropped:
                     dropped.setdefault((a, b), found[0])
                     continue
@@ -909,11 +920,14 @@ def _lexing_places(
     target_context = np.where(act > 0, table.context_of_state[np.maximum(act - 1, 0)], -1).astype(
         np.int64
     )
-    places = np.stack(
-        [table.context_of_state[state].astype(np.int64), terminal.astype(np.int64), target_context],
-        axis=1,
+    contexts = table.context_of_state[state].astype(np.int64)
+    terminal = terminal.astype(np.int64)
+    # One integer per place: np.unique of rows (axis=0) took ~8x longer on 150k places.
+    width = int(target_context.max(initial=-1)) + 2
+    _, first_at = np.unique(
+        (contexts * num_terminals + terminal) * width + target_context + 1, return_index=True
     )
-    _, first_at = np.unique(places, axis=0, return_index=True)
+    places = np.stack([contexts, terminal, target_context], axis=1)
     out = []
     for context, a, target in places[np.sort(first_at)].tolist():
         follows = anywhere_after[a] if target < 0 else in_context[target]
@@ -989,6 +1003,7 @@ def _dfa(grammar: LarkGrammar, terminal: int) -> ByteDFA:
     return dfa
 
 
-def _first_bytes(dfa: ByteDFA) -> frozenset[int]:
-    live = dfa.transitions[0] >= 0
-    return frozenset(np.flatnonzero(live[dfa.class_of_byte]).tolist())
+def _first_bytes(dfa: ByteDFA) -> int:
+    """The bytes the start state moves on, as a 256-bit integer (bit i: byte i)."""
+    live = (dfa.transitions[0] >= 0)[dfa.class_of_byte]
+    return int.from_bytes(np.packbits(live, bitorder="little").tobytes(), "little")
