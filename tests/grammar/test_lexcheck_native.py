@@ -193,7 +193,9 @@ def test_a_long_chain_is_searched_breadth_first() -> None:
 
 
 def test_malformed_automata_are_refused() -> None:
-    good = _random_dfa(random.Random(1), live=0.5)
+    one = np.zeros(NUM_BYTES, np.int32)
+    # One byte to an accepting state: a = b reaches it, so each follower is read.
+    good = (np.array([[1], [-1]], np.int32), one, np.array([False, True]))
     transitions, class_of_byte, accepting = good
     bad_shapes = [
         (transitions.astype(np.int64), class_of_byte, accepting),
@@ -205,11 +207,10 @@ def test_malformed_automata_are_refused() -> None:
         with pytest.raises(ValueError):
             _lexcheck.lexing_conflict(bad, good, False, False, [])
         with pytest.raises(ValueError):
-            _lexcheck.lexing_conflict(good, good, False, False, [bad])
+            _lexcheck.lexing_conflict(good, good, True, False, [good, bad])
     out_of_range = np.full(NUM_BYTES, 9, np.int32)
     with pytest.raises(ValueError):
         _lexcheck.lexing_conflict((transitions, out_of_range, accepting), good, False, False, [])
-    one = np.zeros(NUM_BYTES, np.int32)
     wild = (np.array([[7]], np.int32), one, np.array([True]))
     with pytest.raises(ValueError, match="out of range"):
         _lexcheck.lexing_conflict(wild, wild, True, False, [])

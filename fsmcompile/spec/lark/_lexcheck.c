@@ -144,7 +144,15 @@ typedef struct {
 static void search_free(Search *s) {
     PyMem_Free(s->nodes);
     PyMem_Free(s->slots);
+    memset(s, 0, sizeof(*s));
 }
+
+/* The two searches of a call, kept from call to call: a call's own allocations (two
+ * tables, cleared) cost about as much as its searches on most terminal pairs. Tables
+ * grown past `KEEP_SLOTS` go back. `searches_busy` guards against a nested call. */
+static Search kept[2];
+static int searches_busy;
+#define KEEP_SLOTS (1 << 16)
 
 static inline Py_ssize_t slot_of(int32_t p, int32_t q, Py_ssize_t mask) {
     uint64_t h = ((uint64_t)(uint32_t)p << 32 | (uint32_t)q) * 0x9E3779B97F4A7C15ull;
@@ -275,17 +283,21 @@ static PyObject *lexing_conflict(PyObject *self, PyObject *const *args, Py_ssize
     Py_ssize_t nf = PySequence_Fast_GET_SIZE(follows);
     PyObject *result = NULL;
     Dfa a, b, *fs = NULL;
-    Py_ssize_t opened_f = 0;
     int opened_ab = 0;
     Steps *steps = NULL;     /* [nf + 1]: a with b, then b with each follower */
     uint8_t *ready = NULL;   /* [nf]: whether steps[i + 1] is filled */
     uint8_t *no_tail = NULL; /* [nf * S_b]: b's states known to run on with follower i */
-    Search outer = {0}, inner = {0};
+    Search local[2] = {{0}, {0}};
+    int borrowed = !searches_busy;
+    Search *searches = borrowed ? kept : local;
+    Search *outer = &searches[0], *inner = &searches[1];
+    searches_busy = 1;
 
     if (dfa_open(args[0], &a) < 0) goto done;
     opened_ab = 1;
     if (dfa_open(args[1], &b) < 0) goto done;
     opened_ab = 2;
+    /* Followers are opened when first needed: most calls end before reading them. */
     fs = PyMem_Calloc((size_t)nf + 1, sizeof(Dfa));
     steps = PyMem_Malloc(((size_t)nf + 1) * sizeof(Steps));
     ready = PyMem_Calloc((size_t)nf + 1, 1);
@@ -293,37 +305,35 @@ static PyObject *lexing_conflict(PyObject *self, PyObject *const *args, Py_ssize
         PyErr_NoMemory();
         goto done;
     }
-    for (; opened_f < nf; opened_f++)
-        if (dfa_open(PySequence_Fast_GET_ITEM(follows, opened_f), &fs[opened_f]) < 0) goto done;
-
     steps_of(&a, &b, &steps[0]);
-    if (search_start(&outer, 0, 0) < 0) goto done;
+    if (search_start(outer, 0, 0) < 0) goto done;
     Py_ssize_t k;
-    while ((k = search_next(&outer, &a, &b, &steps[0])) >= 0) {
-        int32_t u = outer.nodes[k].p, v = outer.nodes[k].q;
+    while ((k = search_next(outer, &a, &b, &steps[0])) >= 0) {
+        int32_t u = outer->nodes[k].p, v = outer->nodes[k].q;
         if (!a.acc[u]) continue;
         if (!same && (b.acc[v] || first)) {
-            Py_ssize_t n = spell(&outer, k, NULL);
+            Py_ssize_t n = spell(outer, k, NULL);
             PyObject *text = PyBytes_FromStringAndSize(NULL, n);
             if (!text) goto done;
-            spell(&outer, k, PyBytes_AS_STRING(text));
+            spell(outer, k, PyBytes_AS_STRING(text));
             result = Py_BuildValue("(Ni)", text, b.acc[v] ? -1 : DROPPED);
             goto done;
         }
         for (Py_ssize_t i = 0; i < nf; i++) {
             if (no_tail && no_tail[i * b.S + v]) continue;
             if (!ready[i]) {
+                if (dfa_open(PySequence_Fast_GET_ITEM(follows, i), &fs[i]) < 0) goto done;
                 steps_of(&b, &fs[i], &steps[i + 1]);
                 ready[i] = 1;
             }
-            Py_ssize_t tail = runs_on(&inner, &b, v, &fs[i], &steps[i + 1]);
+            Py_ssize_t tail = runs_on(inner, &b, v, &fs[i], &steps[i + 1]);
             if (tail == -2) goto done;
             if (tail >= 0) {
-                Py_ssize_t n = spell(&outer, k, NULL), m = spell(&inner, tail, NULL);
+                Py_ssize_t n = spell(outer, k, NULL), m = spell(inner, tail, NULL);
                 PyObject *text = PyBytes_FromStringAndSize(NULL, n + m);
                 if (!text) goto done;
-                spell(&outer, k, PyBytes_AS_STRING(text));
-                spell(&inner, tail, PyBytes_AS_STRING(text) + n);
+                spell(outer, k, PyBytes_AS_STRING(text));
+                spell(inner, tail, PyBytes_AS_STRING(text) + n);
                 result = Py_BuildValue("(Nn)", text, i);
                 goto done;
             }
@@ -346,8 +356,9 @@ done:
     PyMem_Free(steps);
     PyMem_Free(ready);
     PyMem_Free(no_tail);
-    search_free(&outer);
-    search_free(&inner);
+    for (int i = 0; i < 2; i++)
+        if (!borrowed || searches[i].mask + 1 > KEEP_SLOTS) search_free(&searches[i]);
+    if (borrowed) searches_busy = 0;
     Py_DECREF(follows);
     return result;
 }
