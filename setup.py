@@ -1,6 +1,7 @@
 """The C parts: the runtime's (`runtime/_native.c`) and the compiler's kernels (DFA
-minimization, reachability, subset and product constructions, region and vocabulary walks,
-bit packing, LALR tables); everything else is in pyproject.toml."""
+minimization, reachability, subset and product constructions, grammar lexers and their
+lexing check, LALR tables, region and vocabulary walks, bit packing); everything else is in
+pyproject.toml."""
 
 from setuptools import Extension, setup
 
