@@ -7,8 +7,14 @@ from setuptools import Extension, setup
 
 
 def kernel(name: str, source: str) -> Extension:
-    """One C module, built the same way as every other."""
-    return Extension(name, sources=[source], extra_compile_args=["-O3", "-std=c11"])
+    """One C module, built the same way as every other (the compiler's share `_kernel.h`)."""
+    return Extension(
+        name,
+        sources=[source],
+        include_dirs=["fsmcompile"],
+        depends=["fsmcompile/_kernel.h"],
+        extra_compile_args=["-O3", "-std=c11"],
+    )
 
 
 setup(

@@ -7,18 +7,9 @@
  * three schemas' terminals), and numpy rounds would need one round per link of a chain.
  * Only the Python C API is used: arrays come in through the buffer protocol.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_kernel.h"
 #include <stdint.h>
 #include <string.h>
-
-/* Whether a buffer holds native 32-bit signed integers ('i', maybe with a byte-order mark). */
-static int is_int32(const Py_buffer *view) {
-    const char *f = view->format;
-    if (!f) return 0;
-    if (*f == '@' || *f == '=' || *f == '<') f++;
-    return view->itemsize == 4 && f[0] == 'i' && f[1] == '\0';
-}
 
 PyDoc_STRVAR(mark_reached_doc,
              "mark_reached(trans, marks, backward, /)\n--\n\n"
@@ -41,7 +32,7 @@ static PyObject *mark_reached(PyObject *Py_UNUSED(m), PyObject *const *args, Py_
     }
     PyObject *result = NULL;
     int32_t *queue = NULL, *ptr = NULL, *preds = NULL;
-    if (tv.ndim != 2 || !is_int32(&tv) || mv.itemsize != 1 || mv.len != tv.shape[0]) {
+    if (tv.ndim != 2 || !kernel_is_int(&tv, 4) || mv.itemsize != 1 || mv.len != tv.shape[0]) {
         PyErr_SetString(PyExc_ValueError,
                         "mark_reached: trans must be int32[S, C], marks one byte per state");
         goto done;
@@ -143,7 +134,7 @@ static PyObject *bfs_order(PyObject *Py_UNUSED(m), PyObject *const *args, Py_ssi
     }
     PyObject *result = NULL;
     int32_t *queue = NULL;
-    if (tv.ndim != 2 || !is_int32(&tv) || !is_int32(&nv) || nv.len != tv.shape[0] * 4) {
+    if (tv.ndim != 2 || !kernel_is_int(&tv, 4) || !kernel_is_int(&nv, 4) || nv.len != tv.shape[0] * 4) {
         PyErr_SetString(PyExc_ValueError,
                         "bfs_order: trans must be int32[S, C], new_id int32[S]");
         goto done;

@@ -15,8 +15,7 @@
  * become a splitter. Only the Python C API is used: arrays come in through the buffer
  * protocol.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_kernel.h"
 #include <stdint.h>
 #include <string.h>
 
@@ -235,14 +234,6 @@ fail:
     return -1;
 }
 
-/* Whether a buffer holds native 32-bit signed integers ('i', maybe with a byte-order mark). */
-static int is_int32(const Py_buffer *view) {
-    const char *f = view->format;
-    if (!f) return 0;
-    if (*f == '@' || *f == '=' || *f == '<') f++;
-    return view->itemsize == 4 && f[0] == 'i' && f[1] == '\0';
-}
-
 PyDoc_STRVAR(refine_doc,
              "refine(trans, blocks, num_blocks, /)\n--\n\n"
              "Refine `blocks` (int32[S], writable, dense ids below `num_blocks`, states of a "
@@ -267,7 +258,7 @@ static PyObject *refine(PyObject *Py_UNUSED(module), PyObject *const *args, Py_s
     PyObject *result = NULL;
     Refiner r;
     memset(&r, 0, sizeof(r));
-    if (tv.ndim != 2 || !is_int32(&tv) || !is_int32(&bv)) {
+    if (tv.ndim != 2 || !kernel_is_int(&tv, 4) || !kernel_is_int(&bv, 4)) {
         PyErr_SetString(PyExc_ValueError, "refine: trans must be int32[S, C], blocks int32[S]");
         goto done;
     }

@@ -22,8 +22,7 @@
  *
  * Only the Python C API is used: arrays come in through the buffer protocol.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_kernel.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -93,20 +92,6 @@ static int tick(Limits *l, Py_ssize_t i) {
 
 /* ---- growable buffers ------------------------------------------------------------------ */
 
-static int grow(void **p, size_t *cap, size_t need, size_t size) {
-    if (need <= *cap) return 0;
-    size_t cap2 = *cap ? *cap : 64;
-    while (cap2 < need) cap2 *= 2;
-    void *q = PyMem_Realloc(*p, cap2 * size);
-    if (!q) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    *p = q;
-    *cap = cap2;
-    return 0;
-}
-
 /* The new states' rows and accepting flags, appended in state order. */
 typedef struct {
     int32_t *rows;
@@ -117,9 +102,9 @@ typedef struct {
 
 /* Room for state `count`'s row: its cells, or NULL (exception set). */
 static int32_t *out_row(Out *o) {
-    if (grow((void **)&o->rows, &o->rows_cap, (o->count + 1) * (size_t)o->width + 1,
+    if (kernel_grow((void **)&o->rows, &o->rows_cap, (o->count + 1) * (size_t)o->width + 1,
              sizeof(int32_t)) < 0 ||
-        grow((void **)&o->acc, &o->acc_cap, o->count + 1, 1) < 0)
+        kernel_grow((void **)&o->acc, &o->acc_cap, o->count + 1, 1) < 0)
         return NULL;
     return o->rows + o->count * (size_t)o->width;
 }
@@ -182,7 +167,7 @@ static int64_t pairs_intern(PairIndex *m, int64_t key, int *added) {
         }
         at = (at + 1) & m->mask;
     }
-    if (grow((void **)&m->queue, &m->queue_cap, m->count + 1, sizeof(int64_t)) < 0) return -1;
+    if (kernel_grow((void **)&m->queue, &m->queue_cap, m->count + 1, sizeof(int64_t)) < 0) return -1;
     int64_t id = (int64_t)m->count++;
     m->queue[id] = key;
     m->keys[at] = key;
@@ -234,7 +219,7 @@ static int sets_rehash(SetIndex *s, size_t slots) {
 }
 
 static int sets_init(SetIndex *s) {
-    if (grow((void **)&s->start, &s->start_cap, 1, sizeof(size_t)) < 0) return -1;
+    if (kernel_grow((void **)&s->start, &s->start_cap, 1, sizeof(size_t)) < 0) return -1;
     s->start[0] = 0;
     return sets_rehash(s, 1024);
 }
@@ -253,9 +238,9 @@ static int64_t sets_intern(SetIndex *s, const int64_t *key, Py_ssize_t len, int 
         }
     }
     size_t end = s->start[s->count];
-    if (grow((void **)&s->elems, &s->elems_cap, end + (size_t)len + 1, sizeof(int64_t)) < 0 ||
-        grow((void **)&s->start, &s->start_cap, s->count + 2, sizeof(size_t)) < 0 ||
-        grow((void **)&s->hash, &s->hash_cap, s->count + 1, sizeof(uint64_t)) < 0)
+    if (kernel_grow((void **)&s->elems, &s->elems_cap, end + (size_t)len + 1, sizeof(int64_t)) < 0 ||
+        kernel_grow((void **)&s->start, &s->start_cap, s->count + 2, sizeof(size_t)) < 0 ||
+        kernel_grow((void **)&s->hash, &s->hash_cap, s->count + 1, sizeof(uint64_t)) < 0)
         return -1;
     int64_t id = (int64_t)s->count++;
     memcpy(s->elems + end, key, (size_t)len * sizeof(int64_t));
@@ -270,7 +255,7 @@ static int64_t sets_intern(SetIndex *s, const int64_t *key, Py_ssize_t len, int 
 /* Copy key `id` into `*into` (grown as needed): its length, or -1 on error. */
 static Py_ssize_t sets_copy(const SetIndex *s, size_t id, int64_t **into, size_t *cap) {
     size_t lo = s->start[id], len = s->start[id + 1] - lo;
-    if (grow((void **)into, cap, len + 1, sizeof(int64_t)) < 0) return -1;
+    if (kernel_grow((void **)into, cap, len + 1, sizeof(int64_t)) < 0) return -1;
     memcpy(*into, s->elems + lo, len * sizeof(int64_t));
     return (Py_ssize_t)len;
 }
@@ -315,20 +300,13 @@ typedef struct {
     Py_ssize_t n, width;
 } Arg;
 
-static int is_int32(const Py_buffer *view) {
-    const char *f = view->format;
-    if (!f) return 0;
-    if (*f == '@' || *f == '=' || *f == '<') f++;
-    return view->itemsize == 4 && f[0] == 'i' && f[1] == '\0';
-}
-
 /* Take a C-contiguous int32 table of `ndim` dimensions whose entries lie in [lo, hi)
  * (hi < 0: the table's own row count). */
 static int take_int32(PyObject *obj, Arg *a, int ndim, int64_t lo, int64_t hi, const char *what) {
     if (PyObject_GetBuffer(obj, &a->view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_ND) < 0)
         return -1;
     a->held = 1;
-    if (a->view.ndim != ndim || !is_int32(&a->view)) {
+    if (a->view.ndim != ndim || !kernel_is_int(&a->view, 4)) {
         PyErr_Format(PyExc_ValueError, "%s must be a C-contiguous int32 array of %d dimensions",
                      what, ndim);
         return -1;
@@ -488,8 +466,8 @@ static int walk_union(const Arg *t, const uint8_t *acc, const Arg *starts, Limit
     int64_t *cur = NULL, *next = NULL;
     size_t cur_cap = 0, next_cap = 0;
     int added, status = -1;
-    if (sets_init(&s) < 0 || grow((void **)&cur, &cur_cap, (size_t)starts->n + 1, 8) < 0 ||
-        grow((void **)&next, &next_cap, (size_t)starts->n + 1, 8) < 0)
+    if (sets_init(&s) < 0 || kernel_grow((void **)&cur, &cur_cap, (size_t)starts->n + 1, 8) < 0 ||
+        kernel_grow((void **)&next, &next_cap, (size_t)starts->n + 1, 8) < 0)
         goto done;
     for (Py_ssize_t i = 0; i < starts->n; i++) cur[i] = first[i];
     if (sets_intern(&s, cur, starts->n, &added) < 0) goto done;
@@ -497,7 +475,7 @@ static int walk_union(const Arg *t, const uint8_t *acc, const Arg *starts, Limit
         if (tick(l, (Py_ssize_t)i)) break;
         Py_ssize_t len = sets_copy(&s, i, &cur, &cur_cap);
         int32_t *row = out_row(o);
-        if (len < 0 || !row || grow((void **)&next, &next_cap, (size_t)len + 1, 8) < 0)
+        if (len < 0 || !row || kernel_grow((void **)&next, &next_cap, (size_t)len + 1, 8) < 0)
             goto done;
         uint8_t accepting = 0;
         for (Py_ssize_t k = 0; k < len; k++) accepting |= acc[cur[k]];
@@ -606,7 +584,7 @@ static int walk_concat(Concat *k, const int32_t *seed_a, const int32_t *seed_b,
     int64_t *cur = NULL;
     size_t cur_cap = 0;
     int status = -1;
-    if (sets_init(&k->s) < 0 || grow((void **)&k->key, &k->key_cap, 3, 8) < 0) goto done;
+    if (sets_init(&k->s) < 0 || kernel_grow((void **)&k->key, &k->key_cap, 3, 8) < 0) goto done;
     for (Py_ssize_t j = 0; j < num_seeds; j++) {
         int64_t na = seed_a[j], b = seed_b[j];
         Py_ssize_t len = 1;
@@ -626,7 +604,7 @@ static int walk_concat(Concat *k, const int32_t *seed_a, const int32_t *seed_b,
         Py_ssize_t len = sets_copy(&k->s, i, &cur, &cur_cap);
         int32_t *row = out_row(o);
         if (len < 0 || !row ||
-            grow((void **)&k->key, &k->key_cap, (size_t)len + 2, sizeof(int64_t)) < 0)
+            kernel_grow((void **)&k->key, &k->key_cap, (size_t)len + 2, sizeof(int64_t)) < 0)
             goto done;
         int64_t a = cur[0];
         const int64_t *bs = cur + 1;
@@ -733,9 +711,9 @@ static int walk_repeat(const Arg *t, const uint8_t *acc, int64_t lo, int64_t hi,
         if (tick(l, (Py_ssize_t)i)) break;
         Py_ssize_t len = sets_copy(&s, i, &cur, &cur_cap);
         int32_t *row = out_row(o);
-        if (len < 0 || !row || grow((void **)&next, &next_cap, 2 * (size_t)len + 1, 8) < 0 ||
-            grow((void **)&done_k, &k_cap, (size_t)len + 1, 8) < 0 ||
-            grow((void **)&state, &x_cap, (size_t)len + 1, 8) < 0)
+        if (len < 0 || !row || kernel_grow((void **)&next, &next_cap, 2 * (size_t)len + 1, 8) < 0 ||
+            kernel_grow((void **)&done_k, &k_cap, (size_t)len + 1, 8) < 0 ||
+            kernel_grow((void **)&state, &x_cap, (size_t)len + 1, 8) < 0)
             goto done;
         uint8_t accepting = 0;
         for (Py_ssize_t j = 0; j < len; j++) { /* (k repetitions done, item state x) */

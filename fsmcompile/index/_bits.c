@@ -7,18 +7,9 @@
  * per group, about a tenth of a typical schema's compile. Here each id is one OR.
  * Only the Python C API is used: arrays come in through the buffer protocol.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_kernel.h"
 #include <stdint.h>
 #include <string.h>
-
-/* Whether a buffer holds native integers of `size` bytes ('i' or 'l'/'q' forms). */
-static int is_int(const Py_buffer *view, Py_ssize_t size) {
-    const char *f = view->format;
-    if (!f || view->itemsize != size) return 0;
-    if (*f == '@' || *f == '=' || *f == '<') f++;
-    return (f[0] == 'i' || f[0] == 'l' || f[0] == 'q') && f[1] == '\0';
-}
 
 typedef struct {
     Py_buffer out;
@@ -30,7 +21,7 @@ typedef struct {
 static int rows_open(Rows *rows, PyObject *obj) {
     if (PyObject_GetBuffer(obj, &rows->out, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE | PyBUF_FORMAT) < 0)
         return -1;
-    if (rows->out.ndim != 2 || !is_int(&rows->out, 4)) {
+    if (rows->out.ndim != 2 || !kernel_is_int(&rows->out, 4)) {
         PyErr_SetString(PyExc_ValueError, "out must be a C-contiguous int32[R, W] array");
         PyBuffer_Release(&rows->out);
         return -1;
@@ -44,7 +35,7 @@ static int rows_open(Rows *rows, PyObject *obj) {
 /* Take `obj` as a C-contiguous int64 vector; its length in *count. */
 static int ids_open(Py_buffer *view, PyObject *obj, const char *name, Py_ssize_t *count) {
     if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
-    if (view->ndim != 1 || !is_int(view, 8)) {
+    if (view->ndim != 1 || !kernel_is_int(view, 8)) {
         PyErr_Format(PyExc_ValueError, "%s must be a C-contiguous int64 vector", name);
         PyBuffer_Release(view);
         return -1;

@@ -19,8 +19,7 @@
  *
  * Only the Python C API is used: arrays come in through the buffer protocol.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_kernel.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -39,20 +38,6 @@ static double monotonic_s(void) {
 }
 
 /* ---- growable arrays ---------------------------------------------------------------------- */
-
-static int grow(void **data, size_t *cap, size_t need, size_t item) {
-    if (need <= *cap) return 0;
-    size_t cap2 = *cap ? *cap : 1024;
-    while (cap2 < need) cap2 *= 2;
-    void *grown = PyMem_Realloc(*data, cap2 * item);
-    if (!grown) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    *data = grown;
-    *cap = cap2;
-    return 0;
-}
 
 /* ---- the walk ----------------------------------------------------------------------------- */
 
@@ -154,17 +139,17 @@ static int32_t add_state(Walk *w, int32_t label, int32_t restart, int32_t bound)
         return INTERN_STOP;
     }
     size_t n = w->count + 1, width = (size_t)w->width;
-    if (grow((void **)&w->rows, &w->cap_rows, n * width, sizeof(int32_t)) < 0 ||
-        grow((void **)&w->char_start, &w->cap_char, n * width, 1) < 0 ||
-        grow((void **)&w->label, &w->cap_label, n, sizeof(int32_t)) < 0 ||
-        grow((void **)&w->restart, &w->cap_restart, n, sizeof(int32_t)) < 0 ||
-        grow((void **)&w->bound, &w->cap_bound, n, sizeof(int32_t)) < 0 ||
-        grow((void **)&w->tag, &w->cap_tag, n, sizeof(int32_t)) < 0 ||
-        grow((void **)&w->len, &w->cap_len, n, sizeof(int32_t)) < 0 ||
-        grow((void **)&w->off, &w->cap_off, n, sizeof(int64_t)) < 0 ||
-        grow((void **)&w->hash, &w->cap_hash, n, sizeof(uint64_t)) < 0 ||
-        grow((void **)&w->is_start, &w->cap_start, n, 1) < 0 ||
-        grow((void **)&w->shared, &w->cap_shared, n, 1) < 0)
+    if (kernel_grow((void **)&w->rows, &w->cap_rows, n * width, sizeof(int32_t)) < 0 ||
+        kernel_grow((void **)&w->char_start, &w->cap_char, n * width, 1) < 0 ||
+        kernel_grow((void **)&w->label, &w->cap_label, n, sizeof(int32_t)) < 0 ||
+        kernel_grow((void **)&w->restart, &w->cap_restart, n, sizeof(int32_t)) < 0 ||
+        kernel_grow((void **)&w->bound, &w->cap_bound, n, sizeof(int32_t)) < 0 ||
+        kernel_grow((void **)&w->tag, &w->cap_tag, n, sizeof(int32_t)) < 0 ||
+        kernel_grow((void **)&w->len, &w->cap_len, n, sizeof(int32_t)) < 0 ||
+        kernel_grow((void **)&w->off, &w->cap_off, n, sizeof(int64_t)) < 0 ||
+        kernel_grow((void **)&w->hash, &w->cap_hash, n, sizeof(uint64_t)) < 0 ||
+        kernel_grow((void **)&w->is_start, &w->cap_start, n, 1) < 0 ||
+        kernel_grow((void **)&w->shared, &w->cap_shared, n, 1) < 0)
         return INTERN_NOMEM;
     size_t s = w->count;
     for (size_t c = 0; c < width; c++) w->rows[s * width + c] = -1;
@@ -214,8 +199,8 @@ static int32_t intern(Walk *w, const int32_t *main, Py_ssize_t n, int32_t ctx) {
     }
     int32_t sid = add_state(w, label, restart, bound);
     if (sid < 0) return sid;
-    if (grow((void **)&w->arena, &w->cap_arena, w->arena_len + (size_t)n, sizeof(int32_t)) < 0 ||
-        grow((void **)&w->pending, &w->cap_pending, w->num_pending + 1, sizeof(int32_t)) < 0)
+    if (kernel_grow((void **)&w->arena, &w->cap_arena, w->arena_len + (size_t)n, sizeof(int32_t)) < 0 ||
+        kernel_grow((void **)&w->pending, &w->cap_pending, w->num_pending + 1, sizeof(int32_t)) < 0)
         return INTERN_NOMEM;
     memcpy(w->arena + w->arena_len, main, (size_t)n * sizeof(int32_t));
     w->off[sid] = (int64_t)w->arena_len;
@@ -283,7 +268,7 @@ static int run(Walk *w, const int32_t *ctx_ptr, const int32_t *ctx_entries, Py_s
             if (start == INTERN_STOP) return 0;
             if (start == INTERN_NOMEM) return -1;
         }
-        if (grow((void **)&w->starts, &w->cap_starts, w->num_starts + 1, sizeof(int32_t)) < 0)
+        if (kernel_grow((void **)&w->starts, &w->cap_starts, w->num_starts + 1, sizeof(int32_t)) < 0)
             return -1;
         w->starts[w->num_starts++] = start;
         w->is_start[start] = 1;
@@ -361,19 +346,12 @@ typedef struct {
     Py_ssize_t n, width;
 } Arg;
 
-static int is_int32(const Py_buffer *view) {
-    const char *f = view->format;
-    if (!f) return 0;
-    if (*f == '@' || *f == '=' || *f == '<') f++;
-    return view->itemsize == 4 && f[0] == 'i' && f[1] == '\0';
-}
-
 /* Take a C-contiguous int32 array of `ndim` dimensions whose entries lie in [lo, hi). */
 static int take_int32(PyObject *obj, Arg *a, int ndim, int64_t lo, int64_t hi, const char *what) {
     if (PyObject_GetBuffer(obj, &a->view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_ND) < 0)
         return -1;
     a->held = 1;
-    if (a->view.ndim != ndim || !is_int32(&a->view)) {
+    if (a->view.ndim != ndim || !kernel_is_int(&a->view, 4)) {
         PyErr_Format(PyExc_ValueError, "%s must be a C-contiguous int32 array of %d dimensions",
                      what, ndim);
         return -1;
@@ -433,7 +411,7 @@ static PyObject *build_lexer(PyObject *self, PyObject *args) {
                            PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_ND) < 0)
         goto done;
     a[A_MOVES].held = 1;
-    if (a[A_MOVES].view.ndim != 2 || !is_int32(&a[A_MOVES].view)) {
+    if (a[A_MOVES].view.ndim != 2 || !kernel_is_int(&a[A_MOVES].view, 4)) {
         PyErr_SetString(PyExc_ValueError, "moves must be a C-contiguous int32[T, C] array");
         goto done;
     }

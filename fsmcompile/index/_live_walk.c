@@ -21,8 +21,7 @@
  * Only the Python C API is used (no numpy headers): arrays come in through the buffer
  * protocol; the output rows through their strides (a column slice of a wider matrix).
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_kernel.h"
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
@@ -89,21 +88,6 @@ static void walk_free(Walk *w) {
     PyMem_Free(w->row);
 }
 
-/* Grow `*p` (elements of `size` bytes, `*cap` of them) to hold at least `need`. */
-static int grow(void **p, size_t *cap, size_t need, size_t size) {
-    if (need <= *cap) return 0;
-    size_t cap2 = *cap ? *cap : 64;
-    while (cap2 < need) cap2 *= 2;
-    void *q = PyMem_Realloc(*p, cap2 * size);
-    if (!q) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    *p = q;
-    *cap = cap2;
-    return 0;
-}
-
 /* Room for `need` entries in the arena (state and bits grow together). */
 static int arena_reserve(Walk *w, size_t need, size_t words) {
     if (need <= w->cap) return 0;
@@ -113,9 +97,9 @@ static int arena_reserve(Walk *w, size_t need, size_t words) {
     }
     size_t cap = w->cap, cap_bits = w->cap;
     void *state = w->state, *bits = w->bits;
-    if (grow(&state, &cap, need, sizeof(int32_t)) < 0) return -1;
+    if (kernel_grow(&state, &cap, need, sizeof(int32_t)) < 0) return -1;
     w->state = state;
-    if (grow(&bits, &cap_bits, need, words * sizeof(uint64_t)) < 0) return -1;
+    if (kernel_grow(&bits, &cap_bits, need, words * sizeof(uint64_t)) < 0) return -1;
     w->bits = bits;
     w->cap = cap;
     return 0;
@@ -125,11 +109,11 @@ static int events_reserve(Walk *w, size_t need, size_t words) {
     if (need <= w->ev_cap) return 0;
     size_t c1 = w->ev_cap, c2 = w->ev_cap, c3 = w->ev_cap;
     void *a = w->ev_node, *b = w->ev_state, *c = w->ev_bits;
-    int failed = grow(&a, &c1, need, sizeof(int64_t)) < 0;
+    int failed = kernel_grow(&a, &c1, need, sizeof(int64_t)) < 0;
     w->ev_node = a;
-    failed = failed || grow(&b, &c2, need, sizeof(int64_t)) < 0;
+    failed = failed || kernel_grow(&b, &c2, need, sizeof(int64_t)) < 0;
     w->ev_state = b;
-    failed = failed || grow(&c, &c3, need, words * sizeof(uint64_t)) < 0;
+    failed = failed || kernel_grow(&c, &c3, need, words * sizeof(uint64_t)) < 0;
     w->ev_bits = c;
     if (failed) return -1;
     w->ev_cap = c1;
@@ -326,7 +310,7 @@ static int visit(Walk *w, const Tables *t, int64_t c, size_t parent_lo, size_t p
 
 static int push_frame(Walk *w, Frame frame) {
     void *frames = w->frames;
-    if (grow(&frames, &w->frames_cap, w->num_frames + 1, sizeof(Frame)) < 0) return -1;
+    if (kernel_grow(&frames, &w->frames_cap, w->num_frames + 1, sizeof(Frame)) < 0) return -1;
     w->frames = frames;
     w->frames[w->num_frames++] = frame;
     return 0;

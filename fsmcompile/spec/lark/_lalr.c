@@ -25,8 +25,7 @@
  * Only the Python C API is used: arrays come in through the buffer protocol and go out
  * as bytearrays of native integers.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_kernel.h"
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,14 +142,6 @@ static int map_put(Map *m, int64_t key, int32_t val) {
 
 /* ---- buffers in, bytearrays out ------------------------------------------------------ */
 
-/* Whether a buffer holds native integers of `size` bytes. */
-static int is_int(const Py_buffer *view, Py_ssize_t size) {
-    const char *f = view->format;
-    if (!f || view->itemsize != size || view->ndim != 1) return 0;
-    if (*f == '@' || *f == '=' || *f == '<') f++;
-    return (f[0] == 'i' || f[0] == 'l' || f[0] == 'q') && f[1] == '\0';
-}
-
 /* Open `count` int32 vectors args[0..count); their lengths in lens. */
 static int open_int32(PyObject *const *args, Py_buffer *views, Py_ssize_t *lens, int count,
                       const char *const *names, int *opened) {
@@ -158,7 +149,7 @@ static int open_int32(PyObject *const *args, Py_buffer *views, Py_ssize_t *lens,
         Py_buffer *view = &views[*opened];
         if (PyObject_GetBuffer(args[*opened], view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
             return -1;
-        if (!is_int(view, 4)) {
+        if (view->ndim != 1 || !kernel_is_int(view, 4)) {
             PyErr_Format(PyExc_ValueError, "%s must be a C-contiguous int32 vector",
                          names[*opened]);
             PyBuffer_Release(view);

@@ -17,8 +17,7 @@
  * Only the Python C API is used: automata come in through the buffer protocol as
  * (transitions int32[S, C], class_of_byte int32[256], accepting bool[S]).
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_kernel.h"
 #include <stdint.h>
 #include <string.h>
 
@@ -39,16 +38,6 @@ static void dfa_release(Dfa *d) {
     while (d->opened > 0) PyBuffer_Release(&d->views[--d->opened]);
 }
 
-/* Whether a buffer holds native integers of `size` bytes (bool for size 1). */
-static int is_int(const Py_buffer *view, Py_ssize_t size) {
-    const char *f = view->format;
-    if (!f || view->itemsize != size) return 0;
-    if (*f == '@' || *f == '=' || *f == '<') f++;
-    if (f[1] != '\0') return 0;
-    if (size == 1) return f[0] == '?' || f[0] == 'b' || f[0] == 'B';
-    return f[0] == 'i' || f[0] == 'l' || f[0] == 'q';
-}
-
 /* Open one automaton, a (transitions, class_of_byte, accepting) tuple. */
 static int dfa_open(PyObject *obj, Dfa *d) {
     memset(d, 0, sizeof(*d));
@@ -63,17 +52,17 @@ static int dfa_open(PyObject *obj, Dfa *d) {
             goto fail;
     }
     Py_buffer *t = &d->views[0], *c = &d->views[1], *a = &d->views[2];
-    if (!is_int(t, 4) || t->ndim != 2 || t->shape[0] < 1 || t->shape[1] < 1) {
+    if (!kernel_is_int(t, 4) || t->ndim != 2 || t->shape[0] < 1 || t->shape[1] < 1) {
         PyErr_SetString(PyExc_ValueError, "transitions must be a C-contiguous int32[S, C]");
         goto fail;
     }
     d->S = t->shape[0];
     d->C = t->shape[1];
-    if (!is_int(c, 4) || c->ndim != 1 || c->shape[0] != 256) {
+    if (!kernel_is_int(c, 4) || c->ndim != 1 || c->shape[0] != 256) {
         PyErr_SetString(PyExc_ValueError, "class_of_byte must be a C-contiguous int32[256]");
         goto fail;
     }
-    if (!is_int(a, 1) || a->ndim != 1 || a->shape[0] != d->S) {
+    if (!kernel_is_int(a, 1) || a->ndim != 1 || a->shape[0] != d->S) {
         PyErr_SetString(PyExc_ValueError, "accepting must be a C-contiguous bool[S]");
         goto fail;
     }
