@@ -60,18 +60,18 @@ def peek_identity(value: bytes, source: str) -> dict[str, Any]:
     if len(value) < _ENVELOPE_BYTES + _DIGEST_BYTES or value[:4] != _MAGIC:
         raise ArtifactCorruptError("cache entry is not an fsmcompile artifact", source)
     body = memoryview(value)[_ENVELOPE_BYTES:-_DIGEST_BYTES]
-    unpacker = msgpack.Unpacker(
-        _ViewReader(body),
-        raw=False,
-        read_size=_MAX_FIELD_BYTES,
-        max_buffer_size=len(body) or 1,
-        max_str_len=_MAX_FIELD_BYTES,
-        max_bin_len=len(body),
-        max_array_len=_MAX_FIELD_BYTES,
-        max_map_len=_MAX_FIELD_BYTES,
-    )
     found: dict[str, Any] = {"envelope_version": int.from_bytes(value[4:8], "little")}
     try:
+        unpacker = msgpack.Unpacker(
+            _ViewReader(body),
+            raw=False,
+            read_size=_MAX_FIELD_BYTES,
+            max_buffer_size=max(len(body), _MAX_FIELD_BYTES),
+            max_str_len=_MAX_FIELD_BYTES,
+            max_bin_len=len(body),
+            max_array_len=_MAX_FIELD_BYTES,
+            max_map_len=_MAX_FIELD_BYTES,
+        )
         fields = unpacker.read_map_header()
         for _ in range(min(fields, _MAX_FIELDS_READ)):
             name = unpacker.unpack()
