@@ -75,6 +75,67 @@ def test_cache_decode_corrupt_deletes_recomputes_replaces(
     assert "does not load" in caplog.text
 
 
+@pytest.mark.parametrize("error", [IndexError, ValueError, TypeError, KeyError, RecursionError])
+def test_cache_any_load_error_deletes_recomputes_replaces(
+    error: type[Exception], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    disk = DiskStore(tmp_path)
+    disk.put("k", MAGIC + b"poison")
+
+    def picky(raw: bytes) -> str:
+        if raw.endswith(b"poison"):
+            raise error("deep in decoding")
+        return decode(raw)
+
+    compute = Counter()
+    with caplog.at_level(logging.WARNING, logger="fsmcompile.store.cache"):
+        value, event = TieredCache([MemoryStore(), disk]).get_or_compute("k", compute, decode=picky)
+    assert (value, event.hit, compute.calls) == ("payload", False, 1)
+    assert disk.get("k") == compute.value
+    assert len(caplog.records) == 1 and error.__name__ in caplog.records[0].getMessage()
+
+
+def test_cache_fresh_value_that_fails_too_raises_once_and_caches_nothing(tmp_path: Path) -> None:
+    disk = DiskStore(tmp_path)
+    disk.put("k", b"junk")
+    compute = Counter(b"still junk")
+    with pytest.raises(ArtifactCorruptError, match="not an artifact"):
+        TieredCache([MemoryStore(), disk]).get_or_compute("k", compute, decode=decode)
+    assert compute.calls == 1
+    assert disk.get("k") is None
+
+
+def test_cache_memory_error_in_decoding_recompiles_without_deleting(tmp_path: Path) -> None:
+    """Maybe this process is short of memory, not the entry bad: the compile decides."""
+    disk = DiskStore(tmp_path)
+    disk.put("k", MAGIC + b"huge")
+    deletes: list[str] = []
+    real_delete = disk.delete
+    disk.delete = lambda key: (deletes.append(key), real_delete(key))[1]  # type: ignore[method-assign]
+
+    def hungry(raw: bytes) -> str:
+        if raw.endswith(b"huge"):
+            raise MemoryError
+        return decode(raw)
+
+    compute = Counter()
+    value, _ = TieredCache([disk]).get_or_compute("k", compute, decode=hungry)
+    assert (value, compute.calls, deletes) == ("payload", 1, [])
+    assert disk.get("k") == compute.value  # replaced by the compile's value
+
+
+def test_cache_keyboard_interrupt_in_decoding_is_not_swallowed(tmp_path: Path) -> None:
+    disk = DiskStore(tmp_path)
+    disk.put("k", MAGIC + b"v")
+
+    def interrupted(raw: bytes) -> str:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        TieredCache([disk]).get_or_compute("k", Counter(), decode=interrupted)
+    assert disk.get("k") == MAGIC + b"v"
+
+
 def test_cache_truncated_disk_file_recomputed_and_replaced(tmp_path: Path) -> None:
     disk = DiskStore(tmp_path)
     disk.put("k", MAGIC + b"old")

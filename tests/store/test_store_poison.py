@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,6 +24,7 @@ import redis
 from fsmcompile import Vocabulary, artifact
 from fsmcompile.artifact import framing
 from fsmcompile.compiler import compile_spec, index_cache_key
+from fsmcompile.errors import ArtifactCorruptError
 from fsmcompile.store import DiskStore, RedisStore, Store, TieredCache
 
 SPEC = "(yes|no|maybe)"
@@ -228,7 +230,7 @@ def test_planted_lock_is_not_waited_for_and_left_alone(
     raw.set(lock, b"planted", px=px)
     started = time.monotonic()
     with RedisStore(redis_url) as store:
-        cache = TieredCache([store], wait_timeout_s=120.0)
+        cache = TieredCache([store], wait_timeout_s=10.0)
         with caplog.at_level(logging.WARNING, logger="fsmcompile.store.cache"):
             result = compile_spec("regex", SPEC, gpt2, cache=cache)
         assert time.monotonic() - started < 2
@@ -292,7 +294,28 @@ def test_planted_disk_files_are_refused_unread(
         assert_recovered(disk, gpt2, caplog, started)
         path.unlink()
 
+    os.mkfifo(path)
+    reader = threading.Thread(target=disk.get, args=(key,), daemon=True)
+    reader.start()
+    reader.join(5)
+    assert not reader.is_alive(), "opening a planted FIFO blocked the reader"
     recover_from(lambda: os.mkfifo(path))
     recover_from(lambda: path.symlink_to(target))
     assert target.read_bytes() == target_bytes  # the link was removed, its target untouched
     recover_from(lambda: big.rename(path))
+
+
+def test_fresh_compile_for_another_key_is_refused_and_not_published(
+    tmp_path: Path, gpt2: Vocabulary
+) -> None:
+    key = index_cache_key("regex", SPEC, gpt2)
+    disk = DiskStore(tmp_path)
+    calls: list[int] = []
+
+    def compute() -> bytes:
+        calls.append(1)
+        return fresh_bytes(gpt2, OTHER_SPEC)
+
+    with pytest.raises(ArtifactCorruptError, match="another spec"):
+        TieredCache([disk]).get_or_compute(key, compute)
+    assert (calls, disk.get(key)) == ([1], None)
