@@ -283,7 +283,8 @@ class DiskStore(Store):
             self._evict(keep=path)
 
     def _scan(self) -> list[tuple[float, int, Path]]:
-        """Return `(mtime, size, path)` of every entry; remove stale temporary files."""
+        """Return `(mtime, size, path)` of every entry; remove stale temporary files and
+        anything that is not a regular file."""
         entries: list[tuple[float, int, Path]] = []
         now = time.time()
         try:
@@ -303,6 +304,11 @@ class DiskStore(Store):
                         if now - st.st_mtime > _STALE_TMP_S:
                             with contextlib.suppress(OSError):
                                 os.unlink(item.path)
+                        continue
+                    if not stat.S_ISREG(st.st_mode):
+                        # Planted: a FIFO would block `keys()`, a symlink leads elsewhere.
+                        with contextlib.suppress(OSError):
+                            os.unlink(item.path)
                         continue
                     entries.append((st.st_mtime, st.st_size, Path(item.path)))
         return entries

@@ -319,3 +319,17 @@ def test_fresh_compile_for_another_key_is_refused_and_not_published(
     with pytest.raises(ArtifactCorruptError, match="another spec"):
         TieredCache([disk]).get_or_compute(key, compute)
     assert (calls, disk.get(key)) == ([1], None)
+
+
+def test_listing_removes_planted_fifos_and_symlinks(tmp_path: Path) -> None:
+    disk = DiskStore(tmp_path / "cache")
+    disk.put("real", b"value")
+    shard = disk.path_for("real").parent
+    os.mkfifo(shard / ("f" * 64))
+    (shard / ("e" * 64)).symlink_to(tmp_path)
+    lister = threading.Thread(target=lambda: list(disk.keys()), daemon=True)
+    lister.start()
+    lister.join(5)
+    assert not lister.is_alive(), "listing opened a planted FIFO"
+    assert sorted(p.name for p in shard.iterdir()) == [disk.path_for("real").name]
+    assert list(disk.keys()) == ["real"]
