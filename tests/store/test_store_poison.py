@@ -333,3 +333,29 @@ def test_listing_removes_planted_fifos_and_symlinks(tmp_path: Path) -> None:
     assert not lister.is_alive(), "listing opened a planted FIFO"
     assert sorted(p.name for p in shard.iterdir()) == [disk.path_for("real").name]
     assert list(disk.keys()) == ["real"]
+
+
+def test_entry_limit_comes_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FSMCOMPILE_MAX_ENTRY_BYTES", "1000")
+    disk = DiskStore(tmp_path)
+    assert disk.max_entry_bytes == 1000
+    disk.put("small", b"x" * 1000)
+    disk.put("large", b"x" * 1001)  # not stored: every reader would refuse it
+    assert (disk.get("small"), disk.get("large")) == (b"x" * 1000, None)
+    assert DiskStore(tmp_path, max_entry_bytes=5).max_entry_bytes == 5
+    monkeypatch.setenv("FSMCOMPILE_MAX_ENTRY_BYTES", "1G")
+    with pytest.raises(ValueError, match="FSMCOMPILE_MAX_ENTRY_BYTES='1G'"):
+        DiskStore(tmp_path)
+    with pytest.raises(ValueError, match="max_entry_bytes must be > 0"):
+        DiskStore(tmp_path, max_entry_bytes=0)
+
+
+@pytest.mark.redis
+def test_redis_does_not_store_values_over_the_entry_limit(redis_url: str, raw: redis.Redis) -> None:
+    with RedisStore(redis_url, max_entry_bytes=4096, chunk_bytes=1024) as store:
+        store.put("fits", b"x" * 4096)
+        store.put("too_big", b"x" * 4097)
+        assert (store.get("fits"), store.get("too_big")) == (b"x" * 4096, None)
+    assert raw.keys(f"{PREFIX}*too_big*") == []
