@@ -317,7 +317,10 @@ class TieredCache:
         return None
 
     def get(self, key: str) -> bytes | None:
-        """Return the bytes cached under `key` from the fastest tier that has them, or None."""
+        """Return the bytes cached under `key` from the fastest tier that has them, or None.
+
+        Entries that fail `check_entry` are deleted on the way, as in `get_or_compute`.
+        """
         self._probe_recovering()
         found = self._lookup(key, _identity)
         return None if found is None else found[0]
