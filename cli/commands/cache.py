@@ -8,9 +8,7 @@ Redis through `RedisStore`'s key layout) and deleted only through `Store.delete`
 from __future__ import annotations
 
 import argparse
-import io
 import os
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,14 +23,12 @@ from fsmcompile.errors import (
     StoreError,
 )
 from fsmcompile.store import DiskStore
-from fsmcompile.store.base import digest_of, read_frame_key, unframe_value
+from fsmcompile.store.base import read_frame_key
+from fsmcompile.store.entry_check import check_entry
+from fsmcompile.store.keys import parse_key
 from fsmcompile.version import FORMAT_VERSION
 
 from ..output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Console, error_document, human_bytes
-
-# `cache_key` names: KIND-vFORMAT-VOCAB12-SHA256; other names are checked for framing only.
-_KEY_SHAPE = re.compile(r"^[a-z0-9_]+-v(\d+)-([a-z0-9_]{1,12})-[0-9a-f]{64}$")
-_REDIS_BATCH = 64  # manifests fetched per round trip when listing
 
 _EPILOG = """\
 Keys look like KIND-vFORMAT-VOCAB-SHA256 (e.g. json-v1-3fa4c2d19b0e-...), so --prefix json-
@@ -163,13 +159,10 @@ class _DiskTier(_Tier):
     def read(self, entry: _Entry) -> bytes | None:
         if entry.path is None:
             raise ValueError("a disk entry needs its path")
-        try:
-            data = entry.path.read_bytes()
-        except FileNotFoundError:
+        found = self.store.read_path(entry.path, expected_key=None)
+        if found is None:
             return None
-        key, value = unframe_value(
-            io.BytesIO(data).read, len(data), expected_key=None, source=str(entry.path)
-        )
+        key, value = found
         if self.store.path_for(key) != entry.path:
             raise ArtifactCorruptError(f"entry for {key!r} is filed under the wrong name")
         return value
@@ -195,54 +188,13 @@ class _RedisTier(_Tier):
         self.location = self.store.url
 
     def entries(self, prefix: str) -> Iterator[_Entry]:
-        from fsmcompile.store.redis import _decode_manifest
-
-        keys = sorted(self.store.keys(prefix))
-        client = self.store.client
-        for start in range(0, len(keys), _REDIS_BATCH):
-            batch = keys[start : start + _REDIS_BATCH]
-            pipe = client.pipeline(transaction=False)
-            for key in batch:
-                pipe.get(self.store._manifest_key(key))
-            for key, raw in zip(batch, pipe.execute(), strict=True):
-                if raw is None:
-                    continue  # deleted meanwhile
-                manifest = _decode_manifest(raw)
-                yield _Entry(key, None if manifest is None else int(manifest["size"]))
+        for key in sorted(self.store.keys(prefix)):
+            yield _Entry(key, self.store.entry_size(key))
 
     def read(self, entry: _Entry) -> bytes | None:
-        from fsmcompile.store.redis import _decode_manifest
-
         if entry.key is None:
             raise ValueError("a Redis entry needs its key")
-        source = f"redis {entry.key}"
-        client = self.store.client
-        manifest_key = self.store._manifest_key(entry.key)
-        for _ in range(3):  # a concurrent replace can pull chunks from under us
-            raw = client.get(manifest_key)
-            if raw is None:
-                return None
-            manifest = _decode_manifest(raw)
-            if manifest is None:
-                raise ArtifactCorruptError("unreadable manifest", source)
-            if "data" in manifest:
-                value = bytes(manifest["data"])
-            else:
-                pipe = client.pipeline(transaction=False)
-                for chunk_key in self.store._chunk_keys(
-                    entry.key, manifest["id"], manifest["chunks"]
-                ):
-                    pipe.get(chunk_key)
-                chunks = pipe.execute()
-                if any(chunk is None for chunk in chunks):
-                    if client.get(manifest_key) != raw:
-                        continue  # replaced while we read: check the new version
-                    raise ArtifactCorruptError("a chunk is missing", source)
-                value = b"".join(chunks)
-            if len(value) != manifest["size"] or digest_of(value) != manifest["sha256"]:
-                raise ArtifactCorruptError("cache entry checksum mismatch", source)
-            return value
-        return None  # rewritten three times while we read: busy, not corrupt
+        return self.store.read_entry(entry.key)
 
     def delete(self, entry: _Entry) -> None:
         if entry.key is not None:
@@ -398,22 +350,21 @@ def _verify(
 def _check(tier: _Tier, entry: _Entry) -> tuple[str, str]:
     """`(status, message)`: ok, corrupt, skipped (another format: no compile reads it) or
     vanished."""
-    shape = _KEY_SHAPE.match(entry.key or "")
-    if shape and int(shape.group(1)) > FORMAT_VERSION:
-        return "skipped", f"format v{shape.group(1)} is newer than this fsmcompile reads"
+    parts = parse_key(entry.key or "")  # None for names `cache_key` did not make
+    if parts and parts.format_version > FORMAT_VERSION:
+        return "skipped", f"format v{parts.format_version} is newer than this fsmcompile reads"
     try:
         value = tier.read(entry)
         if value is None:
             return "vanished", ""
-        header = artifact.read_header(value, source=entry.key)
+        artifact.read_header(value, source=entry.key)
+        if entry.key is not None:
+            # The check every cache read makes: the artifact is the one its key names.
+            check_entry(entry.key, value)
     except ArtifactVersionError as exc:
         return "skipped", _reason(exc)
     except ArtifactCorruptError as exc:
         return "corrupt", _reason(exc)
-    fingerprint = str(header.get("vocab_fingerprint", "")).lower()
-    if shape and not fingerprint.startswith(shape.group(2)):
-        # compile_spec would raise VocabularyMismatchError on it instead of recompiling.
-        return "corrupt", "artifact was compiled for another tokenizer than its key names"
     return "ok", ""
 
 

@@ -12,6 +12,7 @@ hand out a `Lease` so `TieredCache` can make one process compile while the rest 
 from __future__ import annotations
 
 import hashlib
+import os
 import struct
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
@@ -21,10 +22,13 @@ from typing import Any, TypeVar
 from fsmcompile.errors import ArtifactCorruptError
 
 __all__ = [
+    "DEFAULT_MAX_ENTRY_BYTES",
     "DIGEST_BYTES",
+    "MAX_ENTRY_BYTES_ENV",
     "Lease",
     "Store",
     "digest_of",
+    "entry_limit",
     "frame_value",
     "read_frame_key",
     "unframe_value",
@@ -33,6 +37,11 @@ __all__ = [
 #: sha256, not blake2b: with SHA-NI it hashes ~1.7 GB/s against blake2b's ~1.1 GB/s,
 #: and a 100 MB index is hashed on every read from disk or Redis.
 DIGEST_BYTES = 32
+
+#: Largest entry a shared tier serves or stores (1 GiB); bigger ones are refused unread,
+#: so a planted entry or manifest cannot make a reader allocate more than this.
+DEFAULT_MAX_ENTRY_BYTES = 1024**3
+MAX_ENTRY_BYTES_ENV = "FSMCOMPILE_MAX_ENTRY_BYTES"
 
 _S = TypeVar("_S", bound="Store")
 
@@ -48,6 +57,31 @@ def digest_of(*parts: bytes | memoryview) -> bytes:
     for part in parts:
         h.update(part)
     return h.digest()
+
+
+def entry_limit(max_entry_bytes: int | None) -> int:
+    """Resolve a tier's `max_entry_bytes`: the argument, else $FSMCOMPILE_MAX_ENTRY_BYTES,
+    else 1 GiB.
+
+    Every client sharing a tier should use the same limit: an entry above a reader's limit
+    is a damaged entry to that reader, which deletes it.
+
+    Raises:
+        ValueError: the value (or the environment variable) is not a positive integer.
+    """
+    if max_entry_bytes is None:
+        text = os.environ.get(MAX_ENTRY_BYTES_ENV, "").strip()
+        if not text:
+            return DEFAULT_MAX_ENTRY_BYTES
+        try:
+            max_entry_bytes = int(text)
+        except ValueError:
+            raise ValueError(
+                f"{MAX_ENTRY_BYTES_ENV}={text!r} is not a whole number of bytes"
+            ) from None
+    if max_entry_bytes <= 0:
+        raise ValueError(f"max_entry_bytes must be > 0, got {max_entry_bytes}")
+    return max_entry_bytes
 
 
 def frame_value(key: str, value: bytes) -> tuple[bytes, bytes]:
@@ -145,6 +179,15 @@ class Lease(ABC):
     @abstractmethod
     def release(self) -> None:
         """Give the lease back; never raises (a lost lease simply expires)."""
+
+    def holder_ttl_s(self) -> float | None:
+        """How long the claim that made `try_acquire` fail had left to live, in seconds.
+
+        `math.inf` for a claim that never expires (no fsmcompile client takes one, so
+        the cache does not wait for it), None when unknown or when the claim dies with
+        its holder (file locks).
+        """
+        return None
 
 
 class Store(ABC):

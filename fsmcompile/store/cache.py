@@ -10,8 +10,17 @@ wait, at three levels that nest:
                               dies; renewed by a heartbeat while the holder compiles)
 
 A waiter polls the tier whose lease it is waiting on, with backoff, and takes the lease
-over when it expires. A tier that fails is skipped for `retry_after_s` (one WARNING per
-outage, not per call); writes it missed meanwhile are replayed when it comes back.
+over when it expires. A waiter never fails for waiting: past `wait_timeout_s`, or at
+once when the lock is one no fsmcompile client takes (it never expires, or outlives
+`max_lock_ttl_s`), it compiles locally without the lock and publishes the result; the
+other holder's lock is left alone. A tier that fails is skipped for `retry_after_s` (one
+WARNING per outage, not per call); writes it missed meanwhile are replayed when it comes
+back.
+
+Every entry read from any tier must pass `check_entry` (by default: an artifact whose
+header names its key, `entry_check.py`) and `decode`. One that fails for any reason is
+deleted from its tier with one WARNING and the next tier, or a compile, answers; a
+freshly compiled entry that fails them is an error, never retried.
 """
 
 from __future__ import annotations
@@ -27,8 +36,9 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Literal, TypeVar, overload
 
-from fsmcompile.errors import ArtifactCorruptError, CacheWaitTimeoutError, StoreError
+from fsmcompile.errors import StoreError
 from fsmcompile.store.base import Lease, Store
+from fsmcompile.store.entry_check import check_entry as check_artifact_entry
 
 __all__ = ["CacheEvent", "TieredCache"]
 
@@ -64,7 +74,13 @@ class _Failed(Enum):
     FAILED = 0
 
 
+class _Rejected(Enum):
+    REJECTED = 0
+
+
 _FAILED = _Failed.FAILED
+_REJECTED = _Rejected.REJECTED
+EntryCheck = Callable[[str, bytes], None]
 
 
 @dataclass(slots=True)
@@ -88,9 +104,15 @@ class TieredCache:
         lock_ttl_s: default lifetime of a cross-machine lock whose holder stopped
             renewing it (died); a waiter takes over after at most this long.
         retry_after_s: how long a failed tier is skipped before it is tried again.
+        max_lock_ttl_s: a lock with longer left to live (or none: it never expires) was
+            not taken by an fsmcompile client, so it is not waited for.
+        check_entry: `(key, bytes)` raising for an entry not to be served under `key`;
+            default: an artifact whose header names the key (`entry_check.check_entry`),
+            None: no check beyond `decode`.
 
     Raises:
-        ValueError: no tiers, or a non-positive timing argument.
+        ValueError: no tiers, a negative timing argument, or `lock_ttl_s` not in
+            (0, max_lock_ttl_s].
     """
 
     def __init__(
@@ -100,18 +122,23 @@ class TieredCache:
         wait_timeout_s: float = 120.0,
         lock_ttl_s: float = 10.0,
         retry_after_s: float = 30.0,
+        max_lock_ttl_s: float = 60.0,
+        check_entry: EntryCheck | None = check_artifact_entry,
     ) -> None:
         if not tiers:
             raise ValueError("TieredCache needs at least one tier")
-        if wait_timeout_s < 0 or lock_ttl_s <= 0 or retry_after_s < 0:
+        if wait_timeout_s < 0 or not 0 < lock_ttl_s <= max_lock_ttl_s or retry_after_s < 0:
             raise ValueError(
-                f"need wait_timeout_s >= 0, lock_ttl_s > 0, retry_after_s >= 0; got "
-                f"{wait_timeout_s}, {lock_ttl_s}, {retry_after_s}"
+                f"need wait_timeout_s >= 0, 0 < lock_ttl_s <= max_lock_ttl_s, "
+                f"retry_after_s >= 0; got {wait_timeout_s}, {lock_ttl_s}, {max_lock_ttl_s}, "
+                f"{retry_after_s}"
             )
         self.tiers: tuple[Store, ...] = tuple(tiers)
         self.wait_timeout_s = wait_timeout_s
         self.lock_ttl_s = lock_ttl_s
         self.retry_after_s = retry_after_s
+        self.max_lock_ttl_s = max_lock_ttl_s
+        self.check_entry = check_entry
         self._health = [_Health() for _ in self.tiers]
         self._health_lock = threading.Lock()
         self._flights: dict[str, list[Any]] = {}  # key -> [Lock, number of users]
@@ -203,7 +230,9 @@ class TieredCache:
                 for j in range(len(self.tiers)):
                     if j != i and self._usable(j):
                         got = self._call(j, self.tiers[j].get, key)
-                        if isinstance(got, bytes):
+                        if not isinstance(got, bytes):
+                            continue
+                        if self._accept(j, key, got, _identity) is not _REJECTED:
                             raw = got
                             break
                 if raw is not None and self._call(i, self.tiers[i].put, key, raw) is _FAILED:
@@ -226,13 +255,51 @@ class TieredCache:
 
     # -- reads and writes ----------------------------------------------------------------
 
+    def _accept(
+        self, i: int, key: str, raw: bytes, decode: Callable[[bytes], T]
+    ) -> T | Literal[_Rejected.REJECTED]:
+        """Check and decode an entry read from tier `i`; delete it there if it fails.
+
+        Whatever the check or decoding raises is the entry's fault: its bytes came from
+        a tier others write, so an IndexError deep in decoding is as much a damaged entry
+        as a checksum mismatch. BaseExceptions (KeyboardInterrupt, SystemExit) are not
+        caught. A MemoryError may be this process's and not the entry's: the entry is
+        then skipped but kept; the compile that follows replaces it if it was bad, and
+        fails the same way if memory is short.
+        """
+        tier = self.tiers[i].name
+        try:
+            if self.check_entry is not None:
+                self.check_entry(key, raw)
+            return decode(raw)
+        except MemoryError:
+            logger.warning(
+                "cache entry %s on the %s tier (%d bytes) ran out of memory while loading; "
+                "compiling it again",
+                key,
+                tier,
+                len(raw),
+            )
+            return _REJECTED
+        except Exception as exc:  # noqa: BLE001 - see the docstring
+            logger.warning(
+                "cache entry %s on the %s tier does not load (%s: %s); deleting it and "
+                "compiling again",
+                key,
+                tier,
+                type(exc).__name__,
+                exc,
+            )
+            self._call(i, self.tiers[i].delete, key)
+            return _REJECTED
+
     def _lookup(
         self, key: str, decode: Callable[[bytes], T], tiers: Sequence[int] | None = None
     ) -> tuple[T, int] | None:
         """Return `(decoded value, tier index)` from the first tier that holds a good copy.
 
-        A copy that `decode` rejects as corrupt is deleted from its tier and the search
-        goes on; a hit below the top is copied up into the faster tiers.
+        A copy that fails `_accept` is deleted from its tier and the search goes on; a
+        hit below the top is copied up into the faster tiers.
         """
         for i in range(len(self.tiers)) if tiers is None else tiers:
             if not self._usable(i):
@@ -240,16 +307,8 @@ class TieredCache:
             raw = self._call(i, self.tiers[i].get, key)
             if raw is _FAILED or raw is None:
                 continue
-            try:
-                value = decode(raw)
-            except ArtifactCorruptError as exc:
-                logger.warning(
-                    "cache entry %s on the %s tier does not load (%s); deleting it",
-                    key,
-                    self.tiers[i].name,
-                    exc,
-                )
-                self._call(i, self.tiers[i].delete, key)
+            value = self._accept(i, key, raw, decode)
+            if value is _REJECTED:
                 continue
             for j in range(i):
                 if self._usable(j):
@@ -258,7 +317,10 @@ class TieredCache:
         return None
 
     def get(self, key: str) -> bytes | None:
-        """Return the bytes cached under `key` from the fastest tier that has them, or None."""
+        """Return the bytes cached under `key` from the fastest tier that has them, or None.
+
+        Entries that fail `check_entry` are deleted on the way, as in `get_or_compute`.
+        """
         self._probe_recovering()
         found = self._lookup(key, _identity)
         return None if found is None else found[0]
@@ -289,18 +351,25 @@ class TieredCache:
     # -- single flight ---------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def _local_flight(self, key: str, deadline: float) -> Iterator[None]:
-        """Hold the per-key lock of this process (threads queue here, not on files)."""
+    def _local_flight(self, key: str, deadline: float, wait_timeout_s: float) -> Iterator[None]:
+        """Hold the per-key lock of this process (threads queue here, not on files).
+
+        Past `deadline` the caller goes on without it and compiles the key itself.
+        """
         with self._flights_lock:
             entry = self._flights.setdefault(key, [threading.Lock(), 0])
             entry[1] += 1
         lock: threading.Lock = entry[0]
         try:
             if not lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
-                raise CacheWaitTimeoutError(
-                    f"timed out waiting for another thread of this process to compile {key}; "
-                    f"raise wait_timeout_s if compiles take longer"
+                logger.warning(
+                    "waited %.1f s for another thread of this process to compile %s; "
+                    "compiling it here too (raise wait_timeout_s if compiles take longer)",
+                    wait_timeout_s,
+                    key,
                 )
+                yield
+                return
             try:
                 yield
             finally:
@@ -323,13 +392,13 @@ class TieredCache:
         """Take `lease`, or load what its holder publishes on tier `i` meanwhile.
 
         Returns:
-            True when the lease is held, False when tier `i` failed (go on without it),
-            or `(value, tier)` once the holder's result appeared.
-
-        Raises:
-            CacheWaitTimeoutError: `deadline` passed first.
+            True when the lease is held; False to go on without it: tier `i` failed, the
+            lock is not one an fsmcompile client takes, or `deadline` passed; or
+            `(value, tier)` once the holder's result appeared.
         """
         delay_s = _POLL_FIRST_S
+        tier = self.tiers[i].name
+        late = time.monotonic() >= deadline
         while True:
             got = self._call(i, lease.try_acquire)
             if got is _FAILED:
@@ -339,13 +408,34 @@ class TieredCache:
             found = self._lookup(key, decode, tiers=(i,))
             if found is not None:
                 return found
+            holder_ttl_s = lease.holder_ttl_s()
+            if holder_ttl_s is not None and holder_ttl_s > self.max_lock_ttl_s:
+                logger.warning(
+                    "the compile lock of %s on the %s tier %s, longer than any compile lock "
+                    "(max_lock_ttl_s=%.0f): not waiting for it; compiling locally and "
+                    "publishing, the lock is left to its owner",
+                    key,
+                    tier,
+                    "never expires"
+                    if holder_ttl_s == float("inf")
+                    else f"expires in {holder_ttl_s:.0f} s",
+                    self.max_lock_ttl_s,
+                )
+                return False
             remaining_s = deadline - time.monotonic()
             if remaining_s <= 0:
-                raise CacheWaitTimeoutError(
-                    f"waited {wait_timeout_s:.1f} s for another process to compile {key} "
-                    f"(lock on the {self.tiers[i].name} tier); raise wait_timeout_s if "
-                    f"compiles take longer, or check that process"
+                # One warning per call: a caller that already gave up waiting for a
+                # thread of this process has said so.
+                logger.log(
+                    logging.DEBUG if late else logging.WARNING,
+                    "waited %.1f s for another process to compile %s (lock on the %s tier); "
+                    "compiling locally and publishing (raise wait_timeout_s if compiles "
+                    "take longer, or check that process)",
+                    wait_timeout_s,
+                    key,
+                    tier,
                 )
+                return False
             time.sleep(min(remaining_s, delay_s * random.uniform(0.8, 1.2)))
             delay_s = min(delay_s * 1.5, _POLL_MAX_S)
 
@@ -384,20 +474,20 @@ class TieredCache:
         Args:
             key: cache key, normally from `cache_key(...)`.
             compute: builds the artifact bytes on a miss; runs in this thread.
-            decode: turns bytes into the returned object. If it raises
-                `ArtifactCorruptError` for a cached copy, that copy is deleted and the
-                next tier (or `compute`) is used; errors from decoding a freshly
-                computed value propagate and nothing is cached.
-            wait_timeout_s: bound on waiting for another compile (default: the cache's).
+            decode: turns bytes into the returned object. If it (or `check_entry`)
+                raises anything for a cached copy, that copy is deleted and the next tier
+                (or `compute`) is used; if it raises for the freshly computed value, that
+                error propagates and nothing is cached.
+            wait_timeout_s: bound on waiting for another compile (default: the cache's);
+                past it this call compiles locally.
             lock_ttl_s: lifetime of a dead holder's lock (default: the cache's).
 
         Returns:
             `(decode(bytes), CacheEvent)`.
 
         Raises:
-            CacheWaitTimeoutError: another process held the compile lock past
-                `wait_timeout_s` without publishing.
-            Exception: whatever `compute` raises (no lock is left behind).
+            Exception: whatever `compute` raises (no lock is left behind), or what
+                `check_entry` or `decode` raise for its result.
         """
         wait_s = self.wait_timeout_s if wait_timeout_s is None else wait_timeout_s
         ttl_s = self.lock_ttl_s if lock_ttl_s is None else lock_ttl_s
@@ -408,7 +498,7 @@ class TieredCache:
 
         start = time.monotonic()
         deadline = start + wait_s
-        with self._local_flight(key, deadline):
+        with self._local_flight(key, deadline, wait_s):
             found = self._lookup(key, decode)
             if found is not None:
                 return self._hit(key, found, time.monotonic() - start)
@@ -431,6 +521,8 @@ class TieredCache:
                 t0 = time.monotonic()
                 raw = compute()
                 compile_s = time.monotonic() - t0
+                if self.check_entry is not None:
+                    self.check_entry(key, raw)
                 value = decode(raw)
                 self._write_all(key, raw, held)
             finally:

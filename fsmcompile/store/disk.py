@@ -8,6 +8,10 @@ Layout under the cache directory (the `v1` level lets a future layout live besid
 Writes go to a temporary file in the same folder, are fsynced, then `os.replace`d over
 the final name, so a reader sees the old entry or the new one, never a torn one, even
 with several processes writing the same key at once.
+
+Other users of the folder may plant files, so an entry is opened without following
+symlinks or blocking (a FIFO), must be a regular file no larger than `max_entry_bytes`,
+and is otherwise deleted as damaged before a byte of it is read.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import fcntl
 import hashlib
 import logging
 import os
+import stat
 import tempfile
 import threading
 import time
@@ -27,7 +32,14 @@ from typing import Any
 
 from fsmcompile.errors import ArtifactCorruptError, StoreError, StoreUnavailableError
 from fsmcompile.paths import default_cache_dir
-from fsmcompile.store.base import Lease, Store, frame_value, read_frame_key, unframe_value
+from fsmcompile.store.base import (
+    Lease,
+    Store,
+    entry_limit,
+    frame_value,
+    read_frame_key,
+    unframe_value,
+)
 
 __all__ = ["DiskStore", "default_cache_dir"]
 
@@ -43,6 +55,8 @@ _RESCAN_EVERY_PUTS = 64
 # Leftovers of crashed writers and lock files of long-finished compiles.
 _STALE_TMP_S = 3600.0
 _STALE_LOCK_S = 3600.0
+# Frame header (56 bytes) plus the key, which `cache_key` keeps under 120 characters.
+_FRAME_OVERHEAD_BYTES = 4096
 
 
 def _hash_name(key: str) -> str:
@@ -111,9 +125,11 @@ class DiskStore(Store):
         directory: cache folder; default from `default_cache_dir()`. Created on first
             write, so a read-only home only disables this tier instead of failing.
         max_bytes: bound on the total size of entry files.
+        max_entry_bytes: largest entry file read or written (see `entry_limit`: default
+            $FSMCOMPILE_MAX_ENTRY_BYTES, else 1 GiB); a larger file is a damaged entry.
 
     Raises:
-        ValueError: `max_bytes` is negative.
+        ValueError: `max_bytes` is negative, or `max_entry_bytes` is not positive.
     """
 
     name = "disk"
@@ -123,7 +139,9 @@ class DiskStore(Store):
         directory: str | os.PathLike[str] | None = None,
         *,
         max_bytes: int = DEFAULT_DISK_MAX_BYTES,
+        max_entry_bytes: int | None = None,
     ) -> None:
+        self.max_entry_bytes = entry_limit(max_entry_bytes)
         if max_bytes < 0:
             raise ValueError(f"max_bytes must be >= 0, got {max_bytes}")
         self.directory = Path(directory) if directory is not None else default_cache_dir()
@@ -145,45 +163,91 @@ class DiskStore(Store):
         digest = _hash_name(key)
         return self._objects / digest[:2] / digest
 
+    def read_path(self, path: Path, *, expected_key: str | None) -> tuple[str, bytes] | None:
+        """Read and verify one entry file without deleting anything.
+
+        Returns:
+            `(key, value)`, or None when the file does not exist.
+
+        Raises:
+            ArtifactCorruptError: not a regular file (a symlink, FIFO, folder), larger
+                than `max_entry_bytes`, or badly framed, truncated, for another key or
+                failing its checksum.
+            StoreUnavailableError: the file cannot be read.
+        """
+        found = self._open_entry(path)
+        if found is None:
+            return None
+        fd, st = found
+        with os.fdopen(fd, "rb") as f:
+            try:
+                return unframe_value(
+                    f.read, st.st_size, expected_key=expected_key, source=str(path)
+                )
+            except OSError as exc:
+                raise StoreUnavailableError(f"cannot read cache entry {path}: {exc}") from exc
+
+    def _open_entry(self, path: Path) -> tuple[int, os.stat_result] | None:
+        """Open an entry file for reading, refusing anything a writer here would not make."""
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise ArtifactCorruptError("cache entry is a symlink", str(path)) from exc
+            raise StoreUnavailableError(f"cannot read cache entry {path}: {exc}") from exc
+        st = os.fstat(fd)
+        limit = self.max_entry_bytes + _FRAME_OVERHEAD_BYTES
+        if stat.S_ISREG(st.st_mode) and st.st_size <= limit:
+            return fd, st
+        os.close(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ArtifactCorruptError("cache entry is not a regular file", str(path))
+        raise ArtifactCorruptError(
+            f"cache entry is {st.st_size} bytes, over max_entry_bytes={self.max_entry_bytes}",
+            str(path),
+        )
+
     def get(self, key: str) -> bytes | None:
         path = self.path_for(key)
         try:
-            f = open(path, "rb")  # closed by the `with f` below
+            before = os.lstat(path)
+            found = self.read_path(path, expected_key=key)
         except FileNotFoundError:
+            found = None
+        except ArtifactCorruptError as exc:
+            logger.warning("deleting corrupt disk cache entry: %s", exc)
+            self._count("corrupt")
+            self._count("misses")
+            self._unlink_if_same(path, before)
+            return None
+        if found is None:
             self._count("misses")
             return None
-        except OSError as exc:
-            raise StoreUnavailableError(f"cannot read cache entry {path}: {exc}") from exc
-        with f:
-            st = os.fstat(f.fileno())
-            try:
-                _, value = unframe_value(f.read, st.st_size, expected_key=key, source=str(path))
-            except ArtifactCorruptError as exc:
-                logger.warning("deleting corrupt disk cache entry: %s", exc)
-                self._count("corrupt")
-                self._count("misses")
-                self._unlink_if_same(path, st)
-                return None
-            except OSError as exc:
-                raise StoreUnavailableError(f"cannot read cache entry {path}: {exc}") from exc
         with contextlib.suppress(OSError):
             os.utime(path)  # LRU recency
         self._count("hits")
-        return value
+        return found[1]
 
     @staticmethod
     def _unlink_if_same(path: Path, st: os.stat_result) -> None:
-        """Delete `path` only if it is still the file we read, not a fresh replacement."""
+        """Delete `path` only if it is still the file we read, not a fresh replacement.
+
+        Compared with `lstat`, so a planted symlink is removed, never followed.
+        """
         with contextlib.suppress(OSError):
-            now = os.stat(path)
+            now = os.lstat(path)
             if (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino):
                 os.unlink(path)
 
     def put(self, key: str, value: bytes) -> None:
         header, key_bytes = frame_value(key, value)
         size = len(header) + len(key_bytes) + len(value)
-        if size > self.max_bytes:
-            logger.debug("not caching %s on disk: %d bytes > max_bytes", key, size)
+        if size > self.max_bytes or len(value) > self.max_entry_bytes:
+            logger.debug(
+                "not caching %s on disk: %d bytes > max_bytes or max_entry_bytes", key, size
+            )
             return
         path = self.path_for(key)
         tmp: str | None = None
@@ -219,7 +283,8 @@ class DiskStore(Store):
             self._evict(keep=path)
 
     def _scan(self) -> list[tuple[float, int, Path]]:
-        """Return `(mtime, size, path)` of every entry; remove stale temporary files."""
+        """Return `(mtime, size, path)` of every entry; remove stale temporary files and
+        anything that is not a regular file."""
         entries: list[tuple[float, int, Path]] = []
         now = time.time()
         try:
@@ -239,6 +304,11 @@ class DiskStore(Store):
                         if now - st.st_mtime > _STALE_TMP_S:
                             with contextlib.suppress(OSError):
                                 os.unlink(item.path)
+                        continue
+                    if not stat.S_ISREG(st.st_mode):
+                        # Planted: a FIFO would block `keys()`, a symlink leads elsewhere.
+                        with contextlib.suppress(OSError):
+                            os.unlink(item.path)
                         continue
                     entries.append((st.st_mtime, st.st_size, Path(item.path)))
         return entries

@@ -12,6 +12,12 @@ Chunks are written under a fresh version id first and the manifest last, so a re
 never assembles a half-written value; the previous version's chunks are left to expire
 a minute later instead of being deleted, so a reader holding the old manifest can
 finish. Every read is checked against the manifest's sha256.
+
+Other clients write these keys too, so nothing read is trusted before it is checked:
+the manifest is read with GETRANGE up to the entry limit and checked field by field
+(`manifest.py`) before any chunk key is named, chunks are read with GETRANGE up to the
+length the manifest gives them, and a key of the wrong Redis type is a damaged entry,
+not an unavailable tier.
 """
 
 from __future__ import annotations
@@ -21,165 +27,33 @@ import logging
 import secrets
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit, urlunsplit
 
-import msgpack
-import redis
 import redis.exceptions as rex
-from redis.backoff import ExponentialBackoff
-from redis.retry import Retry
 
-from fsmcompile.errors import StoreError, StoreUnavailableError
-from fsmcompile.store.base import Lease, Store, digest_of
+from fsmcompile.errors import ArtifactCorruptError, StoreError, StoreUnavailableError
+from fsmcompile.store.base import Store, digest_of, entry_limit
+from fsmcompile.store.manifest import (
+    MANIFEST_OVERHEAD_BYTES,
+    MAX_CHUNKS,
+    Manifest,
+    decode_manifest,
+    encode_manifest,
+)
+from fsmcompile.store.redis_connect import URL_FORMS, connect_redis, redact_url
+from fsmcompile.store.redis_lease import RedisLease
 
-__all__ = ["RedisLease", "RedisStore", "connect_redis"]
+__all__ = ["RedisLease", "RedisStore", "connect_redis", "redact_url"]
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_CHUNK_BYTES = 4 * 1024 * 1024
-_MANIFEST_FORMAT = 1
 # How long superseded chunks survive a replace, for readers still holding the old manifest.
 _GRACE_MS = 60_000
 # Chunks of a write that died before its manifest landed vanish after this.
 _ORPHAN_MS = 3_600_000
 # Chunks sent per pipeline round trip: bounds the bytes buffered in flight.
 _CHUNKS_PER_ROUND = 8
-_URL_FORMS = (
-    "redis://[[user]:password@]host[:port][/db], rediss://... (TLS), "
-    "unix://[[user]:password@]/path/to/socket[?db=N], or "
-    "redis+sentinel://[[user]:password@]host:port[,host:port...]/service_name[/db]"
-)
-
-# Compare-and-delete / compare-and-extend: only the token holder may touch its lock.
-_RELEASE_LUA = """
-if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end
-return 0
-"""
-_RENEW_LUA = """
-if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end
-return 0
-"""
-
-
-def redact_url(url: str) -> str:
-    """Return `url` with its password replaced by `***`, for messages and logs."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparseable URL>"
-    userinfo, at, hosts = parts.netloc.rpartition("@")
-    if not at or ":" not in userinfo:
-        return url
-    user = userinfo.split(":", 1)[0]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{hosts}"))
-
-
-@dataclass(frozen=True, slots=True)
-class _SentinelTarget:
-    hosts: list[tuple[str, int]]
-    service_name: str
-    db: int
-    username: str | None
-    password: str | None
-    sentinel_password: str | None
-    ssl: bool
-
-
-def _parse_sentinel_url(url: str) -> _SentinelTarget:
-    """Parse `redis+sentinel://[[user]:pw@]h1:p1[,h2:p2]/service[/db][?sentinel_password=]`.
-
-    redis-py has no URL form for Sentinel, and `urlsplit(...).port` rejects a comma
-    separated host list, so the netloc is split by hand.
-    """
-    parts = urlsplit(url)
-    userinfo, _, hostlist = parts.netloc.rpartition("@")
-    username = password = None
-    if userinfo:
-        user, _, pw = userinfo.partition(":")
-        username, password = (unquote(user) or None), (unquote(pw) or None)
-    hosts: list[tuple[str, int]] = []
-    for item in filter(None, hostlist.split(",")):
-        if item.startswith("["):  # [IPv6]:port
-            host, _, rest = item[1:].partition("]")
-            port_text = rest.lstrip(":")
-        else:
-            host, _, port_text = item.partition(":")
-        if not host:
-            raise ValueError(f"empty sentinel host in {item!r}")
-        hosts.append((host, int(port_text) if port_text else 26379))
-    segments = [s for s in parts.path.split("/") if s]
-    if not hosts or not segments or len(segments) > 2:
-        raise ValueError("expected host:port[,host:port]/service_name[/db]")
-    query = parse_qs(parts.query)
-    return _SentinelTarget(
-        hosts=hosts,
-        service_name=unquote(segments[0]),
-        db=int(segments[1]) if len(segments) == 2 else 0,
-        username=username,
-        password=password,
-        sentinel_password=query.get("sentinel_password", [None])[0],
-        ssl=parts.scheme.startswith("rediss"),
-    )
-
-
-def connect_redis(
-    url: str,
-    *,
-    cluster: bool = False,
-    socket_timeout_s: float = 2.0,
-    connect_timeout_s: float = 2.0,
-) -> Any:
-    """Build (without connecting) the redis-py client that `url` asks for.
-
-    Args:
-        url: `redis://`, `rediss://`, `unix://` (standalone or, with `cluster=True`, a
-            Cluster seed node), or `redis+sentinel://` / `rediss+sentinel://`.
-        cluster: use `redis.cluster.RedisCluster` (it connects to discover slots, so
-            `RedisStore` calls this lazily on first use).
-        socket_timeout_s: per-read/write timeout; a slower Redis counts as unavailable.
-        connect_timeout_s: TCP connect timeout.
-
-    Returns:
-        `redis.Redis` (standalone, Sentinel master) or `redis.cluster.RedisCluster`.
-
-    Raises:
-        StoreUnavailableError: the URL is malformed or names an unknown scheme, or the
-            cluster seed cannot be reached.
-    """
-    timeouts = {"socket_timeout": socket_timeout_s, "socket_connect_timeout": connect_timeout_s}
-    shown = redact_url(url)
-    scheme = url.partition("://")[0].lower()
-    try:
-        if scheme in ("redis+sentinel", "rediss+sentinel"):
-            from redis.sentinel import Sentinel
-
-            target = _parse_sentinel_url(url)
-            sentinel = Sentinel(  # type: ignore[no-untyped-call]
-                target.hosts,
-                sentinel_kwargs={**timeouts, "password": target.sentinel_password},
-                **timeouts,
-            )
-            return sentinel.master_for(  # type: ignore[no-untyped-call]
-                target.service_name,
-                db=target.db,
-                username=target.username,
-                password=target.password,
-                ssl=target.ssl,
-            )
-        if cluster:
-            from redis.cluster import RedisCluster
-
-            return RedisCluster.from_url(url, **timeouts)
-        # One retry with a short backoff: a pooled connection that died with a Redis
-        # restart fails once and reconnects, without stalling a request on an outage.
-        retry = Retry(ExponentialBackoff(cap=0.2, base=0.02), retries=1)
-        return redis.Redis.from_url(url, retry=retry, **timeouts)
-    except ValueError as exc:
-        raise StoreUnavailableError(f"bad Redis URL {shown}: {exc}; expected {_URL_FORMS}") from exc
-    except (rex.RedisError, rex.RedisClusterException, OSError) as exc:
-        raise StoreUnavailableError(f"cannot reach Redis cluster at {shown}: {exc}") from exc
 
 
 class RedisStore(Store):
@@ -200,10 +74,13 @@ class RedisStore(Store):
         socket_timeout_s: per-operation timeout; Redis slower than this is "down".
         connect_timeout_s: TCP connect timeout.
         cluster: treat `url` as a Redis Cluster seed node.
+        max_entry_bytes: largest value read or written (see `entry_limit`: default
+            $FSMCOMPILE_MAX_ENTRY_BYTES, else 1 GiB); a manifest describing a larger one
+            is a damaged entry, a larger value is not stored.
 
     Raises:
         StoreUnavailableError: malformed URL or unknown scheme.
-        ValueError: non-positive `chunk_bytes` or `ttl_s`.
+        ValueError: non-positive `chunk_bytes`, `ttl_s` or `max_entry_bytes`.
     """
 
     name = "redis"
@@ -218,7 +95,9 @@ class RedisStore(Store):
         socket_timeout_s: float = 2.0,
         connect_timeout_s: float = 2.0,
         cluster: bool = False,
+        max_entry_bytes: int | None = None,
     ) -> None:
+        self.max_entry_bytes = entry_limit(max_entry_bytes)
         if chunk_bytes <= 0:
             raise ValueError(f"chunk_bytes must be > 0, got {chunk_bytes}")
         if ttl_s is not None and ttl_s <= 0:
@@ -235,7 +114,7 @@ class RedisStore(Store):
         if not cluster:
             self._client = self._new_client()  # validates the URL now; connects lazily
         elif not url.lower().startswith(("redis://", "rediss://")):
-            raise StoreUnavailableError(f"bad Redis Cluster URL {self.url}; expected {_URL_FORMS}")
+            raise StoreUnavailableError(f"bad Redis Cluster URL {self.url}; expected {URL_FORMS}")
         self._stats_lock = threading.Lock()
         self._counters = {
             "hits": 0,
@@ -284,8 +163,8 @@ class RedisStore(Store):
         except rex.NoPermissionError as exc:
             raise StoreUnavailableError(
                 f"the Redis ACL user at {self.url} may not {action}: {exc}; grant it "
-                f"read/write on '{self.prefix}*' keys and SET, GET, DEL, PEXPIRE, PERSIST, "
-                f"SCAN, EVAL"
+                f"read/write on '{self.prefix}*' keys and SET, GET, GETRANGE, DEL, PEXPIRE, "
+                f"PERSIST, PTTL, SCAN, EVAL"
             ) from exc
         except (rex.ConnectionError, rex.TimeoutError, rex.ClusterError, OSError) as exc:
             raise StoreUnavailableError(
@@ -323,41 +202,88 @@ class RedisStore(Store):
         with self._errors("ping"):
             self.client.ping()
 
-    def get(self, key: str) -> bytes | None:
-        mkey = self._manifest_key(key)
+    def _read_manifest(self, reader: Any, mkey: str) -> bytes | None:
+        """A manifest's bytes, at most the entry limit plus framing (GETRANGE, never GET).
+
+        Raises:
+            _WrongType: the key holds a list, hash, ... instead of a string.
+        """
+        try:
+            raw = reader.getrange(mkey, 0, self.max_entry_bytes + MANIFEST_OVERHEAD_BYTES)
+        except rex.ResponseError as exc:
+            _raise_if_wrong_type(exc)
+            raise
+        return bytes(raw) if raw else None
+
+    def read_entry(self, key: str) -> bytes | None:
+        """Return the value under `key`, verified, without deleting anything.
+
+        Returns:
+            The value, or None when there is none (or it was rewritten three times while
+            being read: busy, not damaged).
+
+        Raises:
+            ArtifactCorruptError: the manifest or a chunk is damaged, planted or of the
+                wrong Redis type; `.manifest` holds the manifest bytes read (None if none
+                could be), for a delete that spares a writer's fresh replacement.
+            StoreUnavailableError: Redis cannot be reached.
+        """
         with self._errors(f"read {key!r}"):
-            for _ in range(3):  # a concurrent replace can pull chunks from under us
-                raw = self.client.get(mkey)
-                if raw is None:
-                    self._count(misses=1)
-                    return None
-                manifest = _decode_manifest(raw)
-                if manifest is None:
-                    self._drop_corrupt(key, raw, "unreadable manifest")
-                    return None
-                if "data" in manifest:
-                    value = manifest["data"]
-                else:
-                    chunk_keys = self._chunk_keys(key, manifest["id"], manifest["chunks"])
-                    pipe = self.client.pipeline(transaction=False)
-                    for ckey in chunk_keys:
-                        pipe.get(ckey)
-                    chunks = pipe.execute()
-                    if any(c is None for c in chunks):
-                        if self.client.get(mkey) != raw:
-                            continue  # replaced while we read: read the new version
-                        self._drop_corrupt(key, raw, "chunk missing")
-                        return None
-                    value = b"".join(chunks)
-                if len(value) != manifest["size"] or digest_of(value) != manifest["sha256"]:
-                    self._drop_corrupt(key, raw, "checksum mismatch")
-                    return None
-                self._count(hits=1, bytes_read=len(value))
-                return bytes(value)
+            try:
+                return self._read_entry(key)
+            except _WrongType:
+                raise _DamagedEntry("manifest key is not a string", key, None) from None
+
+    def _read_entry(self, key: str) -> bytes | None:
+        mkey = self._manifest_key(key)
+        for _ in range(3):  # a concurrent replace can pull chunks from under us
+            raw = self._read_manifest(self.client, mkey)
+            if raw is None:
+                return None
+            try:
+                manifest = decode_manifest(raw, self.max_entry_bytes)
+            except ArtifactCorruptError as exc:
+                raise _DamagedEntry(str(exc), key, raw) from exc
+            value = manifest.data
+            if value is None:
+                value = self._read_chunks(key, manifest)
+                if value is None:
+                    if self._read_manifest(self.client, mkey) != raw:
+                        continue  # replaced while we read: read the new version
+                    raise _DamagedEntry("a chunk is missing or damaged", key, raw)
+            if digest_of(value) != manifest.sha256:
+                raise _DamagedEntry("checksum mismatch", key, raw)
+            return value
+        return None
+
+    def _read_chunks(self, key: str, manifest: Manifest) -> bytes | None:
+        """The chunks joined, or None when one is missing, short or not a string."""
+        assert manifest.version is not None
+        lengths = manifest.chunk_lengths()
+        pipe = self.client.pipeline(transaction=False)
+        for ckey, length in zip(
+            self._chunk_keys(key, manifest.version, manifest.chunks), lengths, strict=True
+        ):
+            pipe.getrange(ckey, 0, length - 1)
+        chunks = pipe.execute(raise_on_error=False)
+        for chunk, length in zip(chunks, lengths, strict=True):
+            if not isinstance(chunk, bytes) or len(chunk) != length:
+                return None
+        return b"".join(chunks)
+
+    def get(self, key: str) -> bytes | None:
+        try:
+            value = self.read_entry(key)
+        except _DamagedEntry as exc:
+            self._drop_corrupt(key, exc.manifest, exc.reason)
+            return None
+        if value is None:
             self._count(misses=1)
             return None
+        self._count(hits=1, bytes_read=len(value))
+        return value
 
-    def _drop_corrupt(self, key: str, raw: bytes, reason: str) -> None:
+    def _drop_corrupt(self, key: str, raw: bytes | None, reason: str) -> None:
         """Delete a damaged entry, unless a writer has already replaced it."""
         logger.warning("deleting corrupt Redis cache entry %s (%s)", key, reason)
         self._count(corrupt=1, misses=1)
@@ -365,13 +291,13 @@ class RedisStore(Store):
         try:
             with self.client.pipeline() as pipe:
                 pipe.watch(mkey)
-                if pipe.get(mkey) == raw:
+                if raw is None or self._read_manifest(pipe, mkey) == raw:
                     pipe.multi()
                     pipe.delete(mkey)
                     pipe.execute()
         except rex.WatchError:
             pass  # a writer replaced it meanwhile: the new entry is not ours to delete
-        except (rex.RedisError, rex.RedisClusterException) as exc:
+        except (rex.RedisError, rex.RedisClusterException, _WrongType) as exc:
             # Cluster pipelines may refuse WATCH: delete outright; at worst a fresh
             # entry written this instant is lost and gets recompiled.
             logger.debug("conditional delete of %s failed (%s); deleting outright", key, exc)
@@ -380,20 +306,32 @@ class RedisStore(Store):
 
     def put(self, key: str, value: bytes) -> None:
         view = memoryview(value)
-        manifest: dict[str, Any] = {
-            "format": _MANIFEST_FORMAT,
-            "size": len(view),
-            "sha256": digest_of(view),
-        }
+        count = -(-len(view) // self.chunk_bytes)
+        if len(view) > self.max_entry_bytes or count > MAX_CHUNKS:
+            logger.debug(
+                "not caching %s in Redis: %d bytes in %d chunks is over max_entry_bytes=%d "
+                "or %d chunks",
+                key,
+                len(view),
+                count,
+                self.max_entry_bytes,
+                MAX_CHUNKS,
+            )
+            return
         ttl_ms = None if self.ttl_s is None else max(1, int(self.ttl_s * 1000))
         chunk_keys: list[str] = []
         with self._errors(f"write {key!r}"):
             if len(view) <= self.chunk_bytes:
-                manifest["data"] = bytes(view)
+                manifest = Manifest(len(view), digest_of(view), data=bytes(view))
             else:
                 version = secrets.token_hex(8)
-                count = -(-len(view) // self.chunk_bytes)
-                manifest.update(id=version, chunks=count, chunk_bytes=self.chunk_bytes)
+                manifest = Manifest(
+                    len(view),
+                    digest_of(view),
+                    version=version,
+                    chunks=count,
+                    chunk_bytes=self.chunk_bytes,
+                )
                 chunk_keys = self._chunk_keys(key, version, count)
                 # Chunks outlive the manifest, so a reader never finds the manifest without
                 # them; without a TTL they start with a long one and are persisted below.
@@ -404,28 +342,65 @@ class RedisStore(Store):
                         piece = view[i * self.chunk_bytes : (i + 1) * self.chunk_bytes]
                         pipe.set(chunk_keys[i], piece, px=chunk_px)
                     pipe.execute()
-            encoded = msgpack.packb(manifest, use_bin_type=True)
-            old = self.client.set(self._manifest_key(key), encoded, px=ttl_ms, get=True)
+            old = self._set_manifest(key, encode_manifest(manifest), ttl_ms)
             pipe = self.client.pipeline(transaction=False)
             if ttl_ms is None:
                 for ckey in chunk_keys:
                     pipe.persist(ckey)
-            old_manifest = _decode_manifest(old) if old is not None else None
-            if old_manifest is not None and "id" in old_manifest:
-                for ckey in self._chunk_keys(key, old_manifest["id"], old_manifest["chunks"]):
-                    pipe.pexpire(ckey, _GRACE_MS)
+            for ckey in self._old_chunk_keys(key, old):
+                pipe.pexpire(ckey, _GRACE_MS)
             pipe.execute()
         self._count(puts=1, bytes_written=len(view))
+
+    def _set_manifest(self, key: str, encoded: bytes, ttl_ms: int | None) -> bytes | None:
+        """Publish a manifest; return the one it replaced (a planted non-string is dropped)."""
+        mkey = self._manifest_key(key)
+        try:
+            try:
+                old: bytes | None = self.client.set(mkey, encoded, px=ttl_ms, get=True)
+            except rex.ResponseError as exc:
+                _raise_if_wrong_type(exc)
+                raise
+        except _WrongType:
+            logger.warning("replacing Redis key %s, which is not a string", mkey)
+            self.client.delete(mkey)
+            self.client.set(mkey, encoded, px=ttl_ms)
+            return None
+        return old
+
+    def _old_chunk_keys(self, key: str, old: bytes | None) -> list[str]:
+        if old is None:
+            return []
+        try:
+            manifest = decode_manifest(old, self.max_entry_bytes)
+        except ArtifactCorruptError:
+            return []
+        if manifest.version is None:
+            return []
+        return self._chunk_keys(key, manifest.version, manifest.chunks)
 
     def delete(self, key: str) -> None:
         mkey = self._manifest_key(key)
         with self._errors(f"delete {key!r}"):
-            raw = self.client.get(mkey)
-            doomed = [mkey]
-            manifest = _decode_manifest(raw) if raw is not None else None
-            if manifest is not None and "id" in manifest:
-                doomed += self._chunk_keys(key, manifest["id"], manifest["chunks"])
-            self.client.delete(*doomed)
+            try:
+                raw = self._read_manifest(self.client, mkey)
+            except _WrongType:
+                raw = None
+            self.client.delete(mkey, *self._old_chunk_keys(key, raw))
+
+    def entry_size(self, key: str) -> int | None:
+        """The value size a manifest claims (for listing); None if absent or unreadable."""
+        with self._errors(f"read {key!r}"):
+            try:
+                raw = self._read_manifest(self.client, self._manifest_key(key))
+            except _WrongType:
+                return None
+        if raw is None:
+            return None
+        try:
+            return decode_manifest(raw, self.max_entry_bytes).size
+        except ArtifactCorruptError:
+            return None
 
     def keys(self, prefix: str = "") -> Iterator[str]:
         head = f"{self.prefix}m:{{"
@@ -464,88 +439,23 @@ class RedisStore(Store):
         return f"RedisStore({self.url!r}, prefix={self.prefix!r}, ttl_s={self.ttl_s})"
 
 
-def _decode_manifest(raw: bytes) -> dict[str, Any] | None:
-    """Parse and shape-check a manifest; None if it is not one this version wrote."""
-    try:
-        manifest = msgpack.unpackb(raw, raw=False)
-    except (ValueError, msgpack.UnpackException):
-        return None
-    if not isinstance(manifest, dict) or manifest.get("format") != _MANIFEST_FORMAT:
-        return None
-    if not isinstance(manifest.get("size"), int) or not isinstance(manifest.get("sha256"), bytes):
-        return None
-    if "data" in manifest:
-        return manifest if isinstance(manifest["data"], bytes) else None
-    chunks, chunk_bytes = manifest.get("chunks"), manifest.get("chunk_bytes")
-    if not isinstance(manifest.get("id"), str) or not isinstance(chunks, int):
-        return None
-    # A damaged count could otherwise make a reader request millions of chunk keys.
-    if not isinstance(chunk_bytes, int) or chunk_bytes <= 0:
-        return None
-    return manifest if chunks == -(-manifest["size"] // chunk_bytes) else None
+class _WrongType(Exception):
+    """Redis answered WRONGTYPE: a key of ours holds a list, hash, ... (planted)."""
+
+
+def _raise_if_wrong_type(exc: rex.ResponseError) -> None:
+    if str(exc).startswith("WRONGTYPE"):
+        raise _WrongType(str(exc)) from exc
+
+
+class _DamagedEntry(ArtifactCorruptError):
+    """A damaged Redis entry, with the manifest bytes that describe it (None if unread)."""
+
+    def __init__(self, reason: str, key: str, manifest: bytes | None) -> None:
+        self.reason = reason
+        self.manifest = manifest
+        super().__init__(reason, f"redis {key}")
 
 
 def _glob_escape(text: str) -> str:
     return "".join("\\" + c if c in "*?[]\\" else c for c in text)
-
-
-class RedisLease(Lease):
-    """`SET NX PX` lock with a random token, renewed every ttl/3 while held.
-
-    If the holder dies, renewals stop and the key expires after `ttl_s`, so a waiter
-    takes over; release and renewal are compare-and-act Lua scripts, so a holder whose
-    lock already expired can never delete or extend someone else's.
-    """
-
-    def __init__(self, store: RedisStore, lock_key: str, *, ttl_s: float) -> None:
-        if ttl_s <= 0:
-            raise ValueError(f"ttl_s must be > 0, got {ttl_s}")
-        self._store = store
-        self._key = lock_key
-        self._ttl_ms = max(1, int(ttl_s * 1000))
-        self._token = secrets.token_hex(16)
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def try_acquire(self) -> bool:
-        if self._thread is not None:
-            raise RuntimeError("RedisLease is single-use and already held")
-        with self._store._errors("take the compile lock"):
-            got = self._store.client.set(self._key, self._token, nx=True, px=self._ttl_ms)
-        if not got:
-            return False
-        self._thread = threading.Thread(
-            target=self._renew_forever, name=f"fsmcompile-lease-{self._key}", daemon=True
-        )
-        self._thread.start()
-        return True
-
-    def _renew_forever(self) -> None:
-        interval_s = self._ttl_ms / 3000
-        while not self._stop.wait(interval_s):
-            try:
-                renewed = self._store.client.eval(
-                    _RENEW_LUA, 1, self._key, self._token, self._ttl_ms
-                )
-            except (rex.RedisError, rex.RedisClusterException, OSError, StoreError) as exc:
-                logger.debug("could not renew %s: %s", self._key, exc)
-                continue
-            if not renewed:
-                logger.warning(
-                    "lost the compile lock %s (not renewed within %d ms); another process "
-                    "may compile the same entry",
-                    self._key,
-                    self._ttl_ms,
-                )
-                return
-
-    def release(self) -> None:
-        thread, self._thread = self._thread, None
-        if thread is None:
-            return
-        self._stop.set()
-        thread.join(timeout=self._store.socket_timeout_s + 1.0)
-        try:
-            self._store.client.eval(_RELEASE_LUA, 1, self._key, self._token)
-        except (rex.RedisError, rex.RedisClusterException, OSError, StoreError) as exc:
-            logger.debug("could not release %s (it will expire): %s", self._key, exc)

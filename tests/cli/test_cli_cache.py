@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,8 +13,10 @@ import redis
 from redis_server import RedisServer, free_port
 from support import DATA
 
+from fsmcompile import Vocabulary
 from fsmcompile.cli.commands.warm import WarmOutcome, collect_specs
 from fsmcompile.cli.main import main
+from fsmcompile.compiler import index_cache_key
 from fsmcompile.store import DiskStore
 from fsmcompile.store.base import digest_of
 
@@ -331,3 +334,75 @@ def test_cache_unreachable_redis_is_exit_1_and_tier_redis_needs_url(
     assert code == 1 and "disk: 0 entries" in out and err.startswith("error: redis tier")
     code, _, err = run(capsys, "cache", "ls", "--tier", "redis")
     assert code == 2 and "--redis" in err
+
+
+def _warmed_keys(capsys: pytest.CaptureFixture[str], specs: Path, cache_dir: Path) -> list[str]:
+    argv = ["--json", "warm", str(specs), "-t", TOKENIZER, "--cache-dir", str(cache_dir)]
+    code, out, _ = run(capsys, *argv)
+    assert code == 0
+    return [spec["key"] for spec in json.loads(out)["specs"]]
+
+
+def test_planted_locks_end_in_local_compiles_within_seconds(
+    capsys: pytest.CaptureFixture[str], specs: Path, tmp_path: Path, redis_url: str
+) -> None:
+    """Locks no client took (no expiry) on every key: warm and compile do not wait on them."""
+    keys = _warmed_keys(capsys, specs, tmp_path / "learn")
+    client = redis.Redis.from_url(redis_url)
+    for key in keys:
+        client.set(f"fsmcompile:l:{{{key}}}", b"planted")
+    started = time.monotonic()
+    code, out, err = warm(capsys, specs, tmp_path / "a", "--redis", redis_url)
+    assert code == 0, err
+    assert all(line.startswith("cache: miss (compiled in") for line in spec_lines(out))
+    assert time.monotonic() - started < 10
+    assert all(client.get(f"fsmcompile:m:{{{key}}}") for key in keys)  # published anyway
+
+    assert all(client.get(f"fsmcompile:l:{{{key}}}") == b"planted" for key in keys)  # left alone
+    client.close()
+
+
+def test_cache_verify_deletes_swapped_entries_and_manifest_bombs(
+    capsys: pytest.CaptureFixture[str], specs: Path, tmp_path: Path, redis_url: str
+) -> None:
+    cache_dir = tmp_path / "c"
+    assert warm(capsys, specs, cache_dir, "--redis", redis_url)[0] == 0
+    keys = sorted(DiskStore(cache_dir).keys())
+    client = redis.Redis.from_url(redis_url)
+    swapped, bombed = keys[0], keys[1]
+    # A valid artifact of another spec under `swapped`, on both tiers.
+    client.set(f"fsmcompile:m:{{{swapped}}}", client.get(f"fsmcompile:m:{{{keys[2]}}}"))
+    disk = DiskStore(cache_dir)
+    disk.put(swapped, disk.get(keys[2]) or b"")
+    bomb = {"format": 1, "size": 30_000_000, "sha256": b"\0" * 32, "id": "0123456789abcdef"}
+    bomb.update(chunks=30_000_000, chunk_bytes=1)
+    client.set(f"fsmcompile:m:{{{bombed}}}", msgpack.packb(bomb, use_bin_type=True))
+    tiers = ("--dir", str(cache_dir), "--redis", redis_url)
+
+    started = time.monotonic()
+    code, out, _ = run(capsys, "--json", "cache", "verify", *tiers)
+    assert time.monotonic() - started < 10
+    doc = json.loads(out)
+    problems = {(t["tier"], p["key"]): p for t in doc["tiers"] for p in t["problems"]}
+    assert code == 1 and set(problems) == {("disk", swapped), ("redis", swapped), ("redis", bombed)}
+    assert "another spec" in problems["redis", swapped]["message"]
+    assert "chunks" in problems["redis", bombed]["message"]
+    assert all(p["deleted"] for p in problems.values())
+    assert client.get(f"fsmcompile:m:{{{bombed}}}") is None
+    client.close()
+
+
+def test_compile_with_a_planted_lock_compiles_locally_within_seconds(
+    capsys: pytest.CaptureFixture[str], redis_url: str
+) -> None:
+    pattern = "(planted|lock)[0-9]"
+    vocab = Vocabulary.from_file(TOKENIZER)
+    lock = f"fsmcompile:l:{{{index_cache_key('regex', pattern, vocab)}}}"
+    client = redis.Redis.from_url(redis_url)
+    client.set(lock, b"planted")
+    started = time.monotonic()
+    code, out, err = run(capsys, "--regex", pattern, "-t", TOKENIZER, "--redis", redis_url)
+    assert code == 0, err
+    assert "cache: miss" in out and time.monotonic() - started < 10
+    assert client.get(lock) == b"planted"
+    client.close()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fsmcompile.errors import ArtifactCorruptError, CacheWaitTimeoutError
+from fsmcompile.errors import ArtifactCorruptError
 from fsmcompile.store import DiskStore, MemoryStore, RedisStore, TieredCache
 
 MAGIC = b"ART1"
@@ -75,6 +75,67 @@ def test_cache_decode_corrupt_deletes_recomputes_replaces(
     assert "does not load" in caplog.text
 
 
+@pytest.mark.parametrize("error", [IndexError, ValueError, TypeError, KeyError, RecursionError])
+def test_cache_any_load_error_deletes_recomputes_replaces(
+    error: type[Exception], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    disk = DiskStore(tmp_path)
+    disk.put("k", MAGIC + b"poison")
+
+    def picky(raw: bytes) -> str:
+        if raw.endswith(b"poison"):
+            raise error("deep in decoding")
+        return decode(raw)
+
+    compute = Counter()
+    with caplog.at_level(logging.WARNING, logger="fsmcompile.store.cache"):
+        value, event = TieredCache([MemoryStore(), disk]).get_or_compute("k", compute, decode=picky)
+    assert (value, event.hit, compute.calls) == ("payload", False, 1)
+    assert disk.get("k") == compute.value
+    assert len(caplog.records) == 1 and error.__name__ in caplog.records[0].getMessage()
+
+
+def test_cache_fresh_value_that_fails_too_raises_once_and_caches_nothing(tmp_path: Path) -> None:
+    disk = DiskStore(tmp_path)
+    disk.put("k", b"junk")
+    compute = Counter(b"still junk")
+    with pytest.raises(ArtifactCorruptError, match="not an artifact"):
+        TieredCache([MemoryStore(), disk]).get_or_compute("k", compute, decode=decode)
+    assert compute.calls == 1
+    assert disk.get("k") is None
+
+
+def test_cache_memory_error_in_decoding_recompiles_without_deleting(tmp_path: Path) -> None:
+    """Maybe this process is short of memory, not the entry bad: the compile decides."""
+    disk = DiskStore(tmp_path)
+    disk.put("k", MAGIC + b"huge")
+    deletes: list[str] = []
+    real_delete = disk.delete
+    disk.delete = lambda key: (deletes.append(key), real_delete(key))[1]  # type: ignore[method-assign]
+
+    def hungry(raw: bytes) -> str:
+        if raw.endswith(b"huge"):
+            raise MemoryError
+        return decode(raw)
+
+    compute = Counter()
+    value, _ = TieredCache([disk]).get_or_compute("k", compute, decode=hungry)
+    assert (value, compute.calls, deletes) == ("payload", 1, [])
+    assert disk.get("k") == compute.value  # replaced by the compile's value
+
+
+def test_cache_keyboard_interrupt_in_decoding_is_not_swallowed(tmp_path: Path) -> None:
+    disk = DiskStore(tmp_path)
+    disk.put("k", MAGIC + b"v")
+
+    def interrupted(raw: bytes) -> str:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        TieredCache([disk]).get_or_compute("k", Counter(), decode=interrupted)
+    assert disk.get("k") == MAGIC + b"v"
+
+
 def test_cache_truncated_disk_file_recomputed_and_replaced(tmp_path: Path) -> None:
     disk = DiskStore(tmp_path)
     disk.put("k", MAGIC + b"old")
@@ -123,30 +184,47 @@ def test_cache_threads_same_key_compute_once(tmp_path: Path) -> None:
     assert all(e.waited_s > 0 for _, e in events if e.hit)
 
 
-def test_cache_waiter_past_deadline_raises_timeout(tmp_path: Path) -> None:
+def test_cache_waiter_past_deadline_compiles_locally_with_one_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     cache = TieredCache([MemoryStore(), DiskStore(tmp_path)])
     started = threading.Event()
 
     def slow() -> bytes:
         started.set()
         time.sleep(0.5)
-        return b"v"
+        return MAGIC + b"slow"
 
     holder = threading.Thread(target=cache.get_or_compute, args=("k", slow))
     holder.start()
     started.wait(5)
-    with pytest.raises(CacheWaitTimeoutError, match="wait_timeout_s"):
-        cache.get_or_compute("k", Counter(), wait_timeout_s=0.1)
+    compute = Counter()
+    t0 = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger="fsmcompile.store.cache"):
+        value, event = cache.get_or_compute("k", compute, decode=decode, wait_timeout_s=0.1)
+    assert time.monotonic() - t0 < 0.4  # did not wait for the holder's 0.5 s
+    assert (value, event.hit, compute.calls) == ("payload", False, 1)
+    assert [r.message for r in caplog.records if "wait_timeout_s" in r.message] == [
+        caplog.records[0].message
+    ]
+    assert "compiling it here too" in caplog.records[0].message
     holder.join()
 
 
-def test_cache_other_process_lock_past_deadline_raises_timeout(tmp_path: Path) -> None:
+def test_cache_other_process_lock_past_deadline_compiles_locally(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     lease = DiskStore(tmp_path).lease("k", ttl_s=1.0)  # another "process" compiling
     assert lease.try_acquire()
     try:
         cache = TieredCache([MemoryStore(), DiskStore(tmp_path)])
-        with pytest.raises(CacheWaitTimeoutError, match="disk tier"):
-            cache.get_or_compute("k", Counter(), wait_timeout_s=0.2)
+        compute = Counter()
+        with caplog.at_level(logging.WARNING, logger="fsmcompile.store.cache"):
+            value, event = cache.get_or_compute("k", compute, decode=decode, wait_timeout_s=0.2)
+        assert (value, event.hit, compute.calls) == ("payload", False, 1)
+        assert event.waited_s >= 0.2
+        assert "lock on the disk tier" in caplog.text
+        assert DiskStore(tmp_path).get("k") == compute.value  # published all the same
     finally:
         lease.release()
 

@@ -6,7 +6,12 @@ import re
 
 import pytest
 
+from fsmcompile import Vocabulary, artifact
+from fsmcompile.compiler import Kind, compile_spec, index_cache_key
+from fsmcompile.errors import ArtifactCorruptError
 from fsmcompile.store import cache_key
+from fsmcompile.store.entry_check import check_entry
+from fsmcompile.store.keys import entry_digest, parse_key
 
 FP = "f" * 64
 
@@ -60,3 +65,40 @@ def test_cache_key_is_readable_prefix_and_sha256() -> None:
 def test_cache_key_unserializable_option_raises_type_error() -> None:
     with pytest.raises(TypeError):
         key(options={"s": {1, 2}})
+
+
+RECURSIVE_SCHEMA = {
+    "type": "object",
+    "properties": {"next": {"$ref": "#"}},
+    "additionalProperties": False,
+}
+
+
+@pytest.mark.parametrize(
+    ("kind", "spec"),
+    [
+        ("regex", "(yes|no)"),
+        ("json", {"type": "object", "properties": {"a": {"type": "integer"}}}),
+        ("json", RECURSIVE_SCHEMA),  # compiled as a grammar
+        ("lark", 'start: "x" | "y" start'),
+    ],
+)
+def test_cache_key_digest_is_made_of_the_artifact_header(
+    kind: Kind, spec: object, gpt2: Vocabulary
+) -> None:
+    """What lets a reader check an entry against its key: the two must never drift."""
+    index = compile_spec(kind, spec, gpt2, cache=False).index
+    key = index_cache_key(kind, spec, gpt2)
+    parts = parse_key(key)
+    assert parts is not None
+    assert parts.digest == entry_digest(gpt2.fingerprint, index.spec_hash)
+    check_entry(key, artifact.to_bytes(index))  # and the check passes on a fresh compile
+    other = index_cache_key(kind, spec, gpt2, {"nesting_limit": 2})
+    with pytest.raises(ArtifactCorruptError, match="another spec"):
+        check_entry(other, artifact.to_bytes(index))
+
+
+def test_parse_key_refuses_other_names() -> None:
+    assert parse_key(key()) is not None
+    for name in ("k", key() + "x", key().replace("-v1-", "-v-"), "a-v1-b-" + "g" * 64):
+        assert parse_key(name) is None

@@ -183,7 +183,10 @@ def test_redis_lease_is_renewed_while_held_and_freed_on_release(redis_url: str) 
         assert holder.try_acquire()
         deadline = time.monotonic() + 0.8  # well past the TTL: only renewal keeps it
         while time.monotonic() < deadline:
-            assert not other_store.lease("k", ttl_s=0.3).try_acquire()
+            waiter = other_store.lease("k", ttl_s=0.3)
+            assert not waiter.try_acquire()
+            ttl_s = waiter.holder_ttl_s()  # every lock fsmcompile takes expires
+            assert ttl_s is not None and 0 < ttl_s <= 0.3
             time.sleep(0.05)
         holder.release()
         taker = other_store.lease("k", ttl_s=0.3)
