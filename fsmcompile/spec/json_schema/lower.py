@@ -122,6 +122,7 @@ def schema_to_ir(
     relaxed: list[Relaxation] = [(w, k, r) for (w, k), r in problems]
     if options.strict:
         raise_unsupported(relaxed)
+    relaxed += [(w, k, r) for (w, k), r in sorted(lowerer.allowed.items())]
     node, rules = prune_rules(result.node, lowerer.rules)
     if node == NOTHING:
         raise SchemaError(
@@ -144,6 +145,7 @@ class Lowerer:
         self.syntax = JsonSyntax(options)
         self.checker = InstanceChecker(registry)
         self.problems: dict[tuple[str, str], str] = {}
+        self.allowed: dict[tuple[str, str], str] = {}
         self.rules: dict[str, Node] = {}
         self._rule_names: dict[tuple[Any, ...], str] = {}
         self._pending: list[tuple[str, Conjunction]] = []
@@ -159,6 +161,10 @@ class Lowerer:
         """Record a keyword that is not enforced (raised at the end in strict mode)."""
         where = loc if isinstance(loc, str) else loc.where
         self.problems.setdefault((where, keyword), reason)
+
+    def relax(self, loc: Location, keyword: str, reason: str) -> None:
+        """Record a keyword an option allows to go unenforced (reported, never raised)."""
+        self.allowed.setdefault((loc.where, keyword), reason)
 
     def any_value(self) -> Lowered:
         """Any JSON value: a reference to the any-JSON rule, since JSON nests freely."""
