@@ -44,7 +44,7 @@ from fsmcompile.spec.json_schema.combinators import (
     synthetic,
 )
 from fsmcompile.spec.json_schema.lowered import Lowered
-from fsmcompile.spec.json_schema.strings import narrow_content
+from fsmcompile.spec.json_schema.strings import STRING_KEYWORDS, narrow_content
 from fsmcompile.spec.json_schema.unsupported import ANNOTATIONS
 from fsmcompile.spec.json_schema.values import atom_of
 
@@ -53,33 +53,12 @@ if TYPE_CHECKING:
 
 SCALAR_ATOMS = frozenset({"null", "boolean", "string", "integer", "fraction"})
 
-COMPLETE_KEYWORDS = frozenset(
-    {
-        "type",
-        "enum",
-        "const",
-        "minLength",
-        "maxLength",
-        "pattern",
-        "format",
-        "minimum",
-        "maximum",
-        "exclusiveMinimum",
-        "exclusiveMaximum",
-        "multipleOf",
-        "not",
-        "$ref",
-        "allOf",
-        "anyOf",
-        "oneOf",
-        "$defs",
-        "definitions",
-        "$schema",
-        "$id",
-        "id",
-        "$anchor",
-    }
+NUMBER_KEYWORDS = frozenset(
+    {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}
 )
+COMPLETE_KEYWORDS = STRING_KEYWORDS | NUMBER_KEYWORDS | {"type", "enum", "const", "not"}
+COMPLETE_KEYWORDS |= {"$ref", "allOf", "anyOf", "oneOf", "$defs", "definitions"}
+COMPLETE_KEYWORDS |= {"$schema", "$id", "id", "$anchor"}
 """Keywords whose scalar lowering accepts every canonical text of a valid value (the
 groups themselves are checked apart: a branch must have none left)."""
 
