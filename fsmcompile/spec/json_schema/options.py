@@ -51,6 +51,11 @@ class JsonOptions:
             bound) as unenforceable, like any such keyword. True reads it as any string,
             even in strict mode, and lists it in `SchemaLowering.relaxed`: for schemas
             whose `format: regex` fields matter less than compiling at all.
+        integer_fractions: False (default) writes an `integer` as `-?(0|[1-9][0-9]*)`:
+            JSON Schema calls `1.0` an integer, but most JSON parsers read it as a
+            float, which a consumer of an integer field may refuse. True also accepts
+            the integral value followed by `.0`, `.00`, ... (exact: bounds, `multipleOf`
+            and excluded values hold for the value, which the zeros do not change).
     """
 
     whitespace: Whitespace = "compact"
@@ -60,6 +65,7 @@ class JsonOptions:
     remote_schemas: Mapping[str, Any] = field(default_factory=dict, hash=False)
     draft: Draft = "auto"
     lenient_formats: bool = False
+    integer_fractions: bool = False
 
     def __post_init__(self) -> None:
         if self.whitespace not in WHITESPACES:
