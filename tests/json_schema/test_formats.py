@@ -193,3 +193,13 @@ def test_lenient_formats_reads_regex_format_as_any_string(accepts) -> None:
     # Only the formats: other unenforceable keywords still raise in strict mode.
     with pytest.raises(UnsupportedFeatureError, match="multipleOf"):
         schema_to_ir({"type": "number", "multipleOf": 3}, options=JsonOptions(lenient_formats=True))
+
+
+def test_lenient_formats_flows_through_the_public_compile(gpt2) -> None:
+    from fsmcompile import compile_json_schema
+    from fsmcompile.errors import UnsupportedFeatureError
+
+    schema = {"type": "string", "format": "regex"}
+    with pytest.raises(UnsupportedFeatureError):
+        compile_json_schema(schema, gpt2, cache=False)
+    assert compile_json_schema(schema, gpt2, cache=False, lenient_formats=True) is not None
