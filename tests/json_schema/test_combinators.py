@@ -338,3 +338,20 @@ def test_anyof_branch_keys_keep_the_place_of_their_group(accepts) -> None:
         }
     )
     assert nested({"id": 1, "kind": "x"}) and not nested({"kind": "x", "id": 1})
+
+
+def test_ref_targets_of_allof_members_come_before_the_referrer(accepts) -> None:
+    # "`$ref` targets first" holds for a `$ref` inside an `allOf` member too: the
+    # referenced base schema's keys come before the keys listed beside the `allOf`.
+    schema = {
+        "$defs": {"base": {"properties": {"id": {"type": "integer"}}, "required": ["id"]}},
+        "type": "object",
+        "allOf": [{"$ref": "#/$defs/base"}],
+        "properties": {"name": {"type": "string"}},
+        "required": ["name"],
+    }
+    check = accepts(schema)
+    assert check({"id": 1, "name": "x"})
+    assert not check({"name": "x", "id": 1}) and not check({"id": 1})
+    later = accepts({**schema, "allOf": [{"properties": {"tag": {}}}, {"$ref": "#/$defs/base"}]})
+    assert later({"id": 1, "name": "x", "tag": 2}) and not later({"name": "x", "tag": 2, "id": 1})

@@ -175,3 +175,31 @@ def test_regex_format_is_reported() -> None:
         {"type": "string", "format": "regex"}, options=JsonOptions(strict=False)
     )
     assert [(p, k) for p, k, _ in lowering.relaxed] == [("", "format")]
+
+
+def test_lenient_formats_reads_regex_format_as_any_string(accepts) -> None:
+    from fsmcompile.errors import UnsupportedFeatureError
+    from fsmcompile.spec.json_schema import JsonOptions, schema_to_ir
+
+    schema = {"type": "object", "properties": {"p": {"type": "string", "format": "regex"}}}
+    with pytest.raises(UnsupportedFeatureError) as raised:
+        schema_to_ir(schema, options=JsonOptions())
+    assert (raised.value.pointer, raised.value.keyword) == ("/properties/p", "format")
+    lowering = schema_to_ir(schema, options=JsonOptions(lenient_formats=True))
+    assert [(p, k) for p, k, _ in lowering.relaxed] == [("/properties/p", "format")]
+    assert "lenient_formats" in lowering.relaxed[0][2]
+    check = accepts(schema, lenient_formats=True)
+    assert check({"p": "^a+$"}) and check({"p": "("}) and not check({"p": 1})
+    # Only the formats: other unenforceable keywords still raise in strict mode.
+    with pytest.raises(UnsupportedFeatureError, match="multipleOf"):
+        schema_to_ir({"type": "number", "multipleOf": 3}, options=JsonOptions(lenient_formats=True))
+
+
+def test_lenient_formats_flows_through_the_public_compile(gpt2) -> None:
+    from fsmcompile import compile_json_schema
+    from fsmcompile.errors import UnsupportedFeatureError
+
+    schema = {"type": "string", "format": "regex"}
+    with pytest.raises(UnsupportedFeatureError):
+        compile_json_schema(schema, gpt2, cache=False)
+    assert compile_json_schema(schema, gpt2, cache=False, lenient_formats=True) is not None

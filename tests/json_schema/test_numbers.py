@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -124,3 +125,36 @@ def test_schema_multiple_of_seven_is_reported(accepts) -> None:
     with pytest.raises(UnsupportedFeatureError, match="multipleOf") as info:
         accepts({"type": "integer", "multipleOf": 7})
     assert info.value.features == [("", "multipleOf")]
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "integer"},
+        {"type": "integer", "minimum": -5, "exclusiveMaximum": 20, "multipleOf": 5},
+        {"type": ["integer", "null"], "not": {"enum": [0, 3]}},
+        {"type": "array", "items": {"type": "integer", "maximum": 2}},
+    ],
+)
+def test_integer_fractions_accepts_integral_values_with_zero_fractions(
+    schema: dict[str, Any],
+) -> None:
+    import json
+
+    import jsonschema
+
+    from .language import schema_language
+
+    accepts = schema_language(schema, integer_fractions=True)
+    strict = schema_language(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    numbers = ["0", "-0", "0.0", "-0.00", "3", "3.0", "5.000", "10.0", "15.00", "20.0", "-5.0"]
+    numbers += ["-10.0", "2.5", "3.01", "1e1", "1.0e0", "null"]
+    texts = numbers + [f"[{n}]" for n in numbers] + ["[2.0,1.00,-7]"]
+    for text in texts:
+        valid = validator.is_valid(json.loads(text))
+        if "e" not in text:  # exponents stay refused
+            assert accepts(text) == valid, text  # exact on every fixed-point spelling
+        assert valid or not accepts(text), text
+        if "." in text:
+            assert not strict(text), text  # the default keeps one spelling

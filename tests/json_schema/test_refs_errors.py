@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from fsmcompile.errors import SchemaError
+from fsmcompile.errors import SchemaError, UnsupportedFeatureError
 from fsmcompile.spec.json_schema import JsonOptions, schema_to_ir
 
 
@@ -254,3 +254,54 @@ def test_keywords_of_a_type_that_type_rules_out_never_contradict(schema, accepts
     check = accepts(schema)
     for value in ([], [1, "a"], None, "abcd", 7, {"name": 1}):
         assert check(value) == jsonschema.Draft202012Validator(schema).is_valid(value), value
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "http://json-schema.org/draft-04/schema#",
+        "http://json-schema.org/draft-06/schema#",
+        "http://json-schema.org/draft-07/schema#",
+        "https://json-schema.org/draft/2019-09/schema",
+        "https://json-schema.org/draft/2020-12/schema",
+    ],
+)
+def test_ref_to_a_meta_schema_resolves_offline(uri: str) -> None:
+    # The meta-schemas ship with jsonschema-specifications. What strict mode then
+    # reports is what the meta-schema holds (uniqueItems, `format: regex`, dynamic refs),
+    # not an unresolvable ref.
+    with pytest.raises(UnsupportedFeatureError) as raised:
+        schema_to_ir({"$ref": uri}, options=JsonOptions())
+    keywords = {keyword for _, keyword in raised.value.features}
+    assert keywords and keywords <= {"uniqueItems", "format", "$dynamicRef", "$recursiveRef"}
+    assert schema_to_ir({"$ref": uri}, options=JsonOptions(strict=False)).relaxed
+
+
+def test_ref_into_a_meta_schema_is_exact(accepts) -> None:
+    base = "http://json-schema.org/draft-07/schema#/definitions/"
+    check = accepts(
+        {
+            "type": "object",
+            "properties": {
+                "type": {"$ref": base + "simpleTypes"},
+                "size": {"$ref": base + "nonNegativeInteger"},
+            },
+            "additionalProperties": False,
+        }
+    )
+    assert check({"type": "string", "size": 0}) and check({"type": "null"})
+    assert not check({"type": "strin"}) and not check({"size": -1})
+
+
+def test_other_remote_refs_still_need_remote_schemas() -> None:
+    for ref in ("http://json-schema.org/draft-03/schema#", "http://json-schema.org/x.json"):
+        with pytest.raises(SchemaError, match="remote_schemas"):
+            schema_to_ir({"$ref": ref}, options=JsonOptions())
+    mine = {"http://json-schema.org/draft-07/schema": {"type": "integer"}}
+    lowering = schema_to_ir(
+        {"$ref": "http://json-schema.org/draft-07/schema#"},
+        options=JsonOptions(remote_schemas=mine),
+    )
+    from .conftest import dfa_of
+
+    assert dfa_of(lowering.node).matches(b"3") and not dfa_of(lowering.node).matches(b"{}")

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 from fsmcompile.automaton.ir import EMPTY, NOTHING, And, Node, Repeat, alt, optional, seq
 from fsmcompile.spec.json_schema.lowered import Lowered
 from fsmcompile.spec.json_schema.refs import Location, is_legacy
+from fsmcompile.spec.json_schema.unique_items import item_domain, unique_arrays
+from fsmcompile.spec.json_schema.unsupported import UNSUPPORTED
 
 if TYPE_CHECKING:
     from fsmcompile.spec.json_schema.combinators import Conjunction
@@ -37,7 +39,33 @@ def _split(part: Location) -> tuple[list[Location], Location | None]:
 
 
 def lower_array(lw: Lowerer, conj: Conjunction) -> Lowered:
-    """Arrays satisfying the array keywords of every part of `conj`."""
+    """Arrays satisfying the array keywords of every part of `conj`; `uniqueItems` where
+    the items are drawn from a finite set of values (unique_items.py)."""
+    plain = _lower_plain_array(lw, conj)
+    unique = [p for p in conj.parts if p.schema.get("uniqueItems") is True]
+    if not unique:
+        return plain
+    splits = [_split(p) for p in conj.parts if set(p.schema) & ARRAY_KEYWORDS]
+    width = max((len(prefix) for prefix, _ in splits), default=0)
+    positions = [
+        [loc for loc in (p[i] if i < len(p) else r for p, r in splits) if loc is not None]
+        for i in range(width)
+    ]
+    positions.append([r for _, r in splits if r is not None])
+    domain = item_domain(lw, positions)
+    maxima = [int(v) for _, v in conj.keyword("maxItems")]
+    lowered = None
+    if domain is not None:
+        lowered = unique_arrays(lw, plain, domain, min(maxima) if maxima else None)
+    if lowered is not None:
+        return lowered
+    for part in unique:
+        lw.report(part, "uniqueItems", UNSUPPORTED["uniqueItems"][1])
+    return plain
+
+
+def _lower_plain_array(lw: Lowerer, conj: Conjunction) -> Lowered:
+    """Arrays satisfying every array keyword but `uniqueItems`."""
     syntax = lw.syntax
     sources = [p for p in conj.parts if set(p.schema) & ARRAY_KEYWORDS]
     if not sources:

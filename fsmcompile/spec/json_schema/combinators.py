@@ -121,7 +121,8 @@ class Conjunction:
     """Schema objects that must all hold, plus what they negate.
 
     Attributes:
-        parts: schema objects (booleans removed), `$ref` targets before their referrer.
+        parts: schema objects (booleans removed), `$ref` targets (also those of `allOf`
+            members) before their referrer.
         groups: pending `anyOf`/`oneOf` groups.
         negations: `not` subschemas the type lowerings try to honour.
         false: some part is `false` (or `not: {}`): the language is empty.
@@ -223,9 +224,13 @@ def collect(lw: Lowerer, locs: list[Location], *, option: bool = False) -> Conju
         for keyword in ("$dynamicRef", "$recursiveRef"):
             if keyword in schema:
                 lw.report(loc, keyword, "needs the dynamic scope at run time; treated as {}")
+        members = [loc.child("allOf", i) for i in range(len(schema.get("allOf", ())))]
+        for member in members:  # `$ref` targets first, those of `allOf` members too
+            if isinstance(member.schema, dict) and "$ref" in member.schema:
+                visit(lw.registry.resolve(member.schema["$ref"], member))
         conj.parts.append(loc)
-        for i in range(len(schema.get("allOf", ()))):
-            visit(loc.child("allOf", i))
+        for member in members:
+            visit(member)
         for kind in ("anyOf", "oneOf"):
             options = schema.get(kind)
             if isinstance(options, list):

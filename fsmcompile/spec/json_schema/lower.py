@@ -30,6 +30,7 @@ from fsmcompile.spec.json_schema.combinators import (
     synthetic,
     type_atoms,
 )
+from fsmcompile.spec.json_schema.exclusive import exclusive_union
 from fsmcompile.spec.json_schema.instances import InstanceChecker
 from fsmcompile.spec.json_schema.lowered import NOTHING_LOWERED, Lowered
 from fsmcompile.spec.json_schema.numbers import lower_number
@@ -122,6 +123,7 @@ def schema_to_ir(
     relaxed: list[Relaxation] = [(w, k, r) for (w, k), r in problems]
     if options.strict:
         raise_unsupported(relaxed)
+    relaxed += [(w, k, r) for (w, k), r in sorted(lowerer.allowed.items())]
     node, rules = prune_rules(result.node, lowerer.rules)
     if node == NOTHING:
         raise SchemaError(
@@ -144,6 +146,7 @@ class Lowerer:
         self.syntax = JsonSyntax(options)
         self.checker = InstanceChecker(registry)
         self.problems: dict[tuple[str, str], str] = {}
+        self.allowed: dict[tuple[str, str], str] = {}
         self.rules: dict[str, Node] = {}
         self._rule_names: dict[tuple[Any, ...], str] = {}
         self._pending: list[tuple[str, Conjunction]] = []
@@ -159,6 +162,10 @@ class Lowerer:
         """Record a keyword that is not enforced (raised at the end in strict mode)."""
         where = loc if isinstance(loc, str) else loc.where
         self.problems.setdefault((where, keyword), reason)
+
+    def relax(self, loc: Location, keyword: str, reason: str) -> None:
+        """Record a keyword an option allows to go unenforced (reported, never raised)."""
+        self.allowed.setdefault((loc.where, keyword), reason)
 
     def any_value(self) -> Lowered:
         """Any JSON value: a reference to the any-JSON rule, since JSON nests freely."""
@@ -286,14 +293,18 @@ class Lowerer:
             base.merged(collect(self, o, option=True), after=group.owner) for o in group.options
         ]
         if group.kind == "oneOf":
-            branches = self._exclusive(group, branches)
+            exclusive = self._exclusive(group, branches)
+            if isinstance(exclusive, Lowered):
+                return exclusive
+            branches = exclusive
         return _union([self.lower_conj(b) for b in branches])
 
-    def _exclusive(self, group: Group, branches: list[Conjunction]) -> list[Conjunction]:
+    def _exclusive(self, group: Group, branches: list[Conjunction]) -> list[Conjunction] | Lowered:
         """oneOf as anyOf when the branches cannot overlap; as anyOf less `{}` when they
         can share only the empty object and more than one option takes it; else branch i
         also negates every other option (De Morgan, see negation.py) when those negations
-        are expressible; else it is reported."""
+        are expressible; else, for regular scalar branches, each branch less the others
+        as automata (exclusive.py, already lowered); else it is reported."""
         overlapping = [
             (a, b)
             for i, a in enumerate(branches)
@@ -318,6 +329,9 @@ class Lowerer:
             target = self._referenced(option[0])
             negations.append(negation_group(target, group.owner, f"oneOf-not:{j}"))
         if any(n is None for n in negations):
+            difference = exclusive_union(self, branches)
+            if difference is not None:
+                return difference
             self.report(group.owner, "oneOf", "branches may overlap; exclusivity is not enforced")
             return branches
         out = []
@@ -357,9 +371,11 @@ class Lowerer:
         parts = [self._lower_flat(Conjunction(conj.parts, [], conj.negations, conj.false))]
         for group in conj.groups:
             options = [collect(self, o, option=True) for o in group.options]
-            if group.kind == "oneOf":
-                options = self._exclusive(group, options)
-            parts.append(_union([self.lower_conj(o) for o in options]))
+            exclusive = self._exclusive(group, options) if group.kind == "oneOf" else options
+            if isinstance(exclusive, Lowered):
+                parts.append(exclusive)
+            else:
+                parts.append(_union([self.lower_conj(o) for o in exclusive]))
         if any(p.empty for p in parts):
             return NOTHING_LOWERED
         return Lowered(
@@ -381,7 +397,7 @@ class Lowerer:
             atoms = self._apply_negation(conj, negation, atoms)
         for part in conj.parts:
             for keyword, reason in unsupported_in(part.schema, atoms):
-                if keyword != "not":
+                if keyword not in ("not", "uniqueItems"):  # arrays.py reports uniqueItems
                     self.report(part, keyword, reason)
         return self._lower_types(conj, atoms)
 

@@ -32,9 +32,11 @@ _NONZERO = chars((49, 57))
 INTEGER_TEXT: Node = seq(
     Repeat(chars("-"), 0, 1), alt(chars("0"), seq(_NONZERO, Repeat(_DIGIT, 0, None)))
 )
-"""`-?(0|[1-9][0-9]*)`: the only integer spelling (`1.0` is a number, see the docs)."""
+"""`-?(0|[1-9][0-9]*)`: the integer spelling (`1.0` only with `integer_fractions`)."""
 
 FRACTION_TEXT: Node = seq(chars("."), Repeat(_DIGIT, 1, None))
+ZERO_FRACTION_TEXT: Node = seq(chars("."), Repeat(chars("0"), 1, None))
+"""`.0`, `.00`, ...: what `integer_fractions` lets follow an integer."""
 EXPONENT_TEXT: Node = seq(chars("eE"), Repeat(chars("+-"), 0, 1), Repeat(_DIGIT, 1, None))
 NUMBER_TEXT: Node = seq(INTEGER_TEXT, Repeat(FRACTION_TEXT, 0, 1), Repeat(EXPONENT_TEXT, 0, 1))
 """The JSON number grammar `-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][+-]?[0-9]+)?`."""
@@ -392,4 +394,7 @@ def lower_number(
             items.append(_not_equal(to_decimal(value), integer))
     if any(item is NOTHING for item in items):
         return Lowered(NOTHING)
-    return Lowered(items[0] if len(items) == 1 else And(tuple(items)))
+    node = items[0] if len(items) == 1 else And(tuple(items))
+    if integer and lw.options.integer_fractions:
+        node = seq(node, Repeat(ZERO_FRACTION_TEXT, 0, 1))  # `10.0` has the value of `10`
+    return Lowered(node)

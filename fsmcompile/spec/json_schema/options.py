@@ -46,6 +46,16 @@ class JsonOptions:
             (without fragment). Nothing is ever fetched from the network.
         draft: the dialect; "auto" reads `$schema` and defaults to 2020-12, as
             `jsonschema.validators.validator_for` does.
+        lenient_formats: False (default) treats a format the specification defines but
+            no automaton can check (`regex`: a valid regex nests its groups without
+            bound) as unenforceable, like any such keyword. True reads it as any string,
+            even in strict mode, and lists it in `SchemaLowering.relaxed`: for schemas
+            whose `format: regex` fields matter less than compiling at all.
+        integer_fractions: False (default) writes an `integer` as `-?(0|[1-9][0-9]*)`:
+            JSON Schema calls `1.0` an integer, but most JSON parsers read it as a
+            float, which a consumer of an integer field may refuse. True also accepts
+            the integral value followed by `.0`, `.00`, ... (exact: bounds, `multipleOf`
+            and excluded values hold for the value, which the zeros do not change).
     """
 
     whitespace: Whitespace = "compact"
@@ -54,6 +64,8 @@ class JsonOptions:
     strict: bool = True
     remote_schemas: Mapping[str, Any] = field(default_factory=dict, hash=False)
     draft: Draft = "auto"
+    lenient_formats: bool = False
+    integer_fractions: bool = False
 
     def __post_init__(self) -> None:
         if self.whitespace not in WHITESPACES:
@@ -79,8 +91,9 @@ class SchemaLowering:
         node: IR over code points (the start rule); every text it matches is a valid
             instance (soundness),
             except for the documented relaxations and, in lenient mode, `relaxed`.
-        relaxed: (pointer, keyword, reason) for each keyword that was dropped; always
-            empty in strict mode, where those raise instead.
+        relaxed: (pointer, keyword, reason) for each keyword that was dropped; in
+            strict mode, where the others raise instead, only the formats that
+            `lenient_formats` relaxes.
         rules: the rules `Ref` nodes in `node` (and in each other) name: recursive
             `$ref`s and free-form values. Empty when the schema is regular, which
             compiles to one DFA; otherwise it compiles as a grammar (`from_rules.py`).

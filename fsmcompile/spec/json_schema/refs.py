@@ -3,8 +3,9 @@
 Every subschema the lowering touches is a `Location`: the schema plus where it sits
 (document URI and JSON pointer, for error messages) and the base URI its relative refs
 resolve against. `Registry` indexes the root document and the caller's
-`remote_schemas` once, crawling only keywords that hold schemas (so an `$id` inside an
-`enum` value is not mistaken for an identifier), and then resolves refs without I/O.
+`remote_schemas` once (a bundled meta-schema when a ref first names it), crawling only
+keywords that hold schemas (so an `$id` inside an `enum` value is not mistaken for an
+identifier), and then resolves refs without I/O.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 from urllib.parse import unquote, urldefrag, urljoin, uses_relative
 
 from fsmcompile.errors import SchemaError
+from fsmcompile.spec.json_schema.meta_schemas import meta_schema
 
 ROOT_URI = "https://fsmcompile.invalid/root.json"
 """Base URI of a root schema without an absolute `$id`; `.invalid` never resolves."""
@@ -204,6 +206,8 @@ class Registry:
         uri = join_uri(origin.base_uri, ref)
         document, fragment = urldefrag(uri)
         resource = self.resources.get(document)
+        if resource is None and (bundled := meta_schema(document)) is not None:
+            resource = self._add_document(bundled, document, document, dialect_of(bundled, ""))
         if resource is None:
             raise SchemaError(
                 f"cannot resolve {keyword} {ref!r}: no schema is known at {document!r}; "

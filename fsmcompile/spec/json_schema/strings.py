@@ -308,7 +308,11 @@ def string_content(lw: Lowerer, conj: Conjunction) -> Node:
         if node is not None:
             contents.append(node)
         elif name in SPEC_FORMATS_NOT_ENFORCED:
-            lw.report(part, "format", f"format {name!r}: {SPEC_FORMATS_NOT_ENFORCED[name]}")
+            reason = f"format {name!r}: {SPEC_FORMATS_NOT_ENFORCED[name]}"
+            if lw.options.lenient_formats:
+                lw.relax(part, "format", reason + "; read as any string (lenient_formats)")
+            else:
+                lw.report(part, "format", reason)
     for part, pattern in conj.excluded_patterns:
         if lw.pattern_content(part, "pattern", pattern) is not None:
             complement = lw.pattern_complement(pattern)

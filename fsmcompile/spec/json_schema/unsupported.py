@@ -62,7 +62,10 @@ TYPE_ATOMS: dict[str, frozenset[Atom]] = {
 UNSUPPORTED: dict[str, tuple[frozenset[Atom] | None, str]] = {
     "not": (None, "negating this shape needs a complement automaton"),
     "if": (None, "conditional schemas (if/then/else) are not enforced"),
-    "uniqueItems": (frozenset({"array"}), "item uniqueness is not a regular property"),
+    "uniqueItems": (
+        frozenset({"array"}),
+        "item uniqueness is not a regular property (enforced only over at most 10 values)",
+    ),
     "unevaluatedItems": (frozenset({"array"}), "unevaluatedItems is not enforced"),
     "unevaluatedProperties": (frozenset({"object"}), "unevaluatedProperties is not enforced"),
     "$dynamicRef": (None, "$dynamicRef needs the dynamic scope at run time"),
