@@ -41,6 +41,8 @@ def canonical_spec(kind: Kind, spec: Any) -> str:
                 spec, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
             )
         except (RecursionError, ValueError, TypeError) as exc:
+            # Only here and below is the document walked (cache hits skip the walk; the
+            # compile itself checks every document before lowering it).
             check_document(spec)  # says where, in all but the rarest case
             raise SchemaError(f"schema is not a JSON document: {exc}", "") from exc
         if _SURROGATE.search(text) is not None:

@@ -90,8 +90,7 @@ def schema_to_ir(
     """
     if isinstance(schema, str):
         schema = parse_schema_text(schema)
-    else:
-        check_document(schema)
+    check_document(schema)
     if not isinstance(schema, dict | bool):
         raise SchemaError(
             f"a schema must be a JSON object or a boolean, got {type(schema).__name__}", ""
