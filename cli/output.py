@@ -13,10 +13,29 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 
 
+_POSITION_ATTRS = (
+    "pointer",
+    "keyword",
+    "pos",
+    "line",
+    "column",
+    "byte_offset",
+    "limit",
+    "source",
+    "features",
+)
+
+
+def printable(text: str) -> str:
+    """`text` with surrogate code points written as `\\udXXX` escapes: a spec may hold
+    them (bytes that are not UTF-8, a lone `\\ud800`), and no stream can print them."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def error_document(exc: BaseException) -> dict[str, Any]:
     """The `{"type", "message", ...position}` object scripts read instead of prose."""
-    doc: dict[str, Any] = {"type": type(exc).__name__, "message": str(exc)}
-    for attr in ("pointer", "keyword", "pos", "line", "column", "limit", "source", "features"):
+    doc: dict[str, Any] = {"type": type(exc).__name__, "message": printable(str(exc))}
+    for attr in _POSITION_ATTRS:
         value = getattr(exc, attr, None)
         if value is not None and value != []:
             doc[attr] = value
@@ -63,12 +82,10 @@ class Console:
         """Report `exc` once; returns the exit code for it."""
         self.end_progress()
         if self.as_json:
-            print(
-                json.dumps({"ok": False, "error": error_document(exc)}, ensure_ascii=False),
-                file=self.out,
-            )
+            document = json.dumps({"ok": False, "error": error_document(exc)}, ensure_ascii=False)
+            print(printable(document), file=self.out)
         else:
-            print(f"error: {exc}", file=self.err)
+            print(f"error: {printable(str(exc))}", file=self.err)
         if self.verbosity >= 2:
             import traceback
 

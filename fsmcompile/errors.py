@@ -3,8 +3,9 @@
 FsmcompileError
 ├── SpecError (ValueError)               a spec the user wrote is wrong
 │   ├── RegexSyntaxError                 .pattern, .pos
-│   ├── SchemaError                      .pointer, .keyword
-│   └── GrammarError                     .line, .column
+│   ├── SchemaError                      .pointer, .keyword (.line, .column in JSON text)
+│   ├── GrammarError                     .line, .column
+│   └── SpecEncodingError                .source, .byte_offset: a spec file is not UTF-8
 ├── UnsupportedFeatureError (SpecError)  valid spec, construct we cannot enforce exactly
 │                                        .pattern/.pos or .pointer/.keyword, .features
 ├── BudgetExceededError                  compile ran past timeout_s or max_states
@@ -32,8 +33,12 @@ class SpecError(FsmcompileError, ValueError):
 
 
 def _caret_line(pattern: str, pos: int) -> str:
-    """Render `pattern` with a caret under `pos` (lark's get_context, for one line)."""
+    """Render `pattern` with a caret under `pos` (lark's get_context, for one line).
+
+    Surrogate code points show as U+FFFD, one character each, so the message stays text
+    any stream can print and the caret stays under its character."""
     shown = pattern if len(pattern) <= 120 else pattern[max(0, pos - 60) : pos + 60]
+    shown = "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in shown)
     offset = pos if len(pattern) <= 120 else pos - max(0, pos - 60)
     return f"  {shown}\n  {' ' * offset}^"
 
@@ -49,11 +54,25 @@ class RegexSyntaxError(SpecError):
 
 
 class SchemaError(SpecError):
-    """A JSON Schema that is malformed or contradictory; `pointer` is a JSON pointer."""
+    """A JSON Schema that is malformed or contradictory; `pointer` is a JSON pointer.
 
-    def __init__(self, message: str, pointer: str = "", keyword: str | None = None) -> None:
+    When the problem was found in the schema's JSON text (it does not parse, or nests
+    too deeply to parse), `line` and `column` (1-based) say where in that text.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        pointer: str = "",
+        keyword: str | None = None,
+        *,
+        line: int | None = None,
+        column: int | None = None,
+    ) -> None:
         self.pointer = pointer
         self.keyword = keyword
+        self.line = line
+        self.column = column
         self.reason = message
         where = f" at {pointer or '/'}" if pointer is not None else ""
         super().__init__(f"{message}{where}")
@@ -68,6 +87,21 @@ class GrammarError(SpecError):
         self.reason = message
         where = f" at line {line}, column {column}" if line is not None else ""
         super().__init__(f"{message}{where}")
+
+
+class SpecEncodingError(SpecError):
+    """Spec bytes that are not UTF-8 text; `byte_offset` is the first byte that is not.
+
+    Specs are text, and their cache keys hash that text as UTF-8, so bytes that do not
+    decode (or text holding surrogate code points, which no UTF-8 encodes) cannot be one.
+    """
+
+    def __init__(self, message: str, *, byte_offset: int, source: str | None = None) -> None:
+        self.byte_offset = byte_offset
+        self.source = source
+        self.reason = message
+        where = f" in {source}" if source else ""
+        super().__init__(f"{message} at byte {byte_offset}{where}")
 
 
 class UnsupportedFeatureError(SpecError):

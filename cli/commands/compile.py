@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
 from fsmcompile import artifact
 from fsmcompile.compiler import DEFAULT_MAX_STATES, DEFAULT_TIMEOUT_S, Kind, compile_spec
+from fsmcompile.errors import SpecEncodingError
 from fsmcompile.vocabulary import Vocabulary
 
 from ..output import EXIT_OK, EXIT_USAGE, Console, human_bytes
@@ -67,6 +69,14 @@ def add_common(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="JSON Schema: drop unenforceable keywords and report them",
     )
+    parser.add_argument(
+        "--import-path",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="Lark: a folder %%import may read grammars from (repeatable; besides the "
+        "bundled grammars and lark's common ones)",
+    )
 
 
 def add_parser(sub: Any) -> None:
@@ -95,12 +105,35 @@ def read_spec(args: argparse.Namespace) -> tuple[Kind, Any, str]:
     kind: Kind | None = args.kind or _KIND_BY_SUFFIX.get(path.suffix.lower())
     if kind is None:
         raise SystemExit(f"error: cannot tell the kind of {path}; pass --kind")
-    text = path.read_text(encoding="utf-8")
+    label = "<stdin>" if args.spec == "-" else str(path)
+    text = decode_spec(sys.stdin.buffer.read() if args.spec == "-" else path.read_bytes(), label)
     spec: Any = text.rstrip("\n") if kind == "regex" else text
-    return kind, spec, str(path)
+    return kind, spec, label
+
+
+def decode_spec(data: bytes, source: str) -> str:
+    """A spec file's bytes as text.
+
+    Raises:
+        SpecEncodingError: the bytes are not UTF-8; `byte_offset` is the first bad one.
+    """
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise SpecEncodingError(
+            f"spec is not UTF-8 text ({exc.reason}, line {line})",
+            byte_offset=exc.start,
+            source=source,
+        ) from exc
 
 
 def spec_options(kind: Kind, args: argparse.Namespace) -> dict[str, Any]:
+    if kind == "lark":
+        # Absolute: the folders are part of the cache key, which must not depend on the
+        # working directory.
+        folders = [str(Path(folder).resolve()) for folder in getattr(args, "import_path", [])]
+        return {"import_paths": folders} if folders else {}
     if kind != "json":
         return {}
     options: dict[str, Any] = {}
@@ -131,7 +164,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     except SystemExit as exc:
         print(exc, file=console.err)
         return EXIT_USAGE
-    except OSError as exc:
+    except (OSError, SpecEncodingError) as exc:
         return console.fail(exc)
     try:
         console.progress("loading tokenizer")

@@ -83,6 +83,11 @@ _MAX_READINGS = 64
 """Most alternative item lists the groups around lookaheads may give one pattern."""
 _COUNTS = re.compile(r"\{([0-9]*)(,?)([0-9]*)\}")  # ASCII digits only, as in re
 _MAX_COUNT = 4_294_967_294  # Python's MAXREPEAT - 1; counts past it are errors there too
+MAX_GROUP_DEPTH = 100
+"""Most groups nested inside each other in one pattern. The parser recurses about four
+frames per group (Python's `re` two), so this keeps a pattern at the limit far inside
+the default recursion limit of 1,000 wherever it is called from; real patterns nest a
+handful of groups."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,22 +140,28 @@ def parse_regex(pattern: str, *, dialect: Dialect = "python", search: bool = Fal
     """
     if dialect not in ("python", "ecma"):
         raise ValueError(f"unknown regex dialect {dialect!r}; use 'python' or 'ecma'")
-    if dialect == "python":
-        _check_with_re(pattern)
+    re_too_deep = dialect == "python" and not _check_with_re(pattern)
     try:
         term = _Parser(pattern, dialect, search).parse()
     except RecursionError:
-        raise UnsupportedFeatureError(
-            "groups nested too deeply to parse; flatten the pattern", pattern=pattern, pos=0
+        raise RegexSyntaxError(
+            "groups nest too deeply to parse from here; flatten the pattern", pattern, 0
         ) from None
+    if re_too_deep:  # our parser took it, but `re` ran out of stack before it could check
+        raise RegexSyntaxError(
+            "groups nest too deeply for Python's re to check; flatten the pattern", pattern, 0
+        )
     if not search:
         return alt(*term.parts.values()) if term.parts else NOTHING
     options = [seq(_BEFORE[start], node, _AFTER[end]) for (start, end), node in term.parts.items()]
     return alt(*options) if options else NOTHING
 
 
-def _check_with_re(pattern: str) -> None:
-    """Let Python's own parser reject what it rejects, with its message and position."""
+def _check_with_re(pattern: str) -> bool:
+    """Let Python's own parser reject what it rejects, with its message and position.
+
+    Returns False when `re` ran out of stack: groups nested past `MAX_GROUP_DEPTH`,
+    which our parser then reports where the limit is crossed."""
     try:
         if any(mark in pattern for mark in _WARNING_MARKS):
             with warnings.catch_warnings():
@@ -163,8 +174,11 @@ def _check_with_re(pattern: str) -> None:
             re.compile(pattern)
     except re.error as exc:
         raise RegexSyntaxError(exc.msg, pattern, exc.pos or 0) from exc
-    except (OverflowError, RecursionError) as exc:
+    except RecursionError:
+        return False
+    except OverflowError as exc:
         raise RegexSyntaxError(str(exc) or type(exc).__name__, pattern, 0) from exc
+    return True
 
 
 def _single(node: Node) -> _Term:
@@ -253,6 +267,7 @@ class _Parser:
         self.ecma = dialect == "ecma"
         self.pos = 0
         self.flags = _Flags()
+        self.depth = 0  # groups open around `pos`
 
     # ---- errors and scanning ------------------------------------------------------
 
@@ -461,7 +476,16 @@ class _Parser:
         start = self.pos
         ch = self.take()
         if ch == "(":
-            return self.group(start, at_start)
+            if self.depth == MAX_GROUP_DEPTH:
+                raise self.syntax_error(
+                    f"groups nest deeper than {MAX_GROUP_DEPTH} levels; flatten the pattern",
+                    start,
+                )
+            self.depth += 1
+            try:
+                return self.group(start, at_start)
+            finally:
+                self.depth -= 1
         if ch == "[":
             return _single(self.char_class(start))
         if ch == ".":

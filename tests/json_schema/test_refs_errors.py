@@ -225,16 +225,16 @@ def test_nesting_limit_unrolls_rules_into_a_dfa(accepts) -> None:
     assert not limited([1]) and not exact([1])
 
 
-def test_too_deeply_nested_schema_is_a_budget_error_not_a_crash(gpt2) -> None:
+def test_too_deeply_nested_schema_is_a_schema_error_at_the_limit_not_a_crash(gpt2) -> None:
     from fsmcompile.compiler import compile_spec
-    from fsmcompile.errors import BudgetExceededError
+    from fsmcompile.spec.json_schema.document import MAX_SCHEMA_DEPTH
 
     schema: Any = {"type": "integer"}
     for _ in range(300):
         schema = {"type": "object", "properties": {"a": schema}, "required": ["a"]}
-    with pytest.raises(BudgetExceededError) as info:
+    with pytest.raises(SchemaError, match="nests deeper than") as info:
         compile_spec("json", schema, gpt2, cache=False)
-    assert info.value.limit == "nesting" and "nests too deeply" in str(info.value)
+    assert info.value.pointer == "/properties/a" * (MAX_SCHEMA_DEPTH // 2)
 
 
 @pytest.mark.parametrize(

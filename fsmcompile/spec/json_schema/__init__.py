@@ -5,7 +5,8 @@ calls it and hands the IR to the automaton builder. See docs/json_schema.md for 
 supported keywords, the relaxation table and the unsupported list.
 """
 
-from fsmcompile.spec.json_schema.lower import parse_schema_text, schema_to_ir
+from fsmcompile.spec.json_schema.document import parse_schema_text
+from fsmcompile.spec.json_schema.lower import schema_to_ir
 from fsmcompile.spec.json_schema.options import JsonOptions, Relaxation, SchemaLowering
 
 __all__ = ["JsonOptions", "Relaxation", "SchemaLowering", "parse_schema_text", "schema_to_ir"]

@@ -9,7 +9,6 @@ validating each value, and bounds recursion.
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections import Counter
@@ -30,6 +29,7 @@ from fsmcompile.spec.json_schema.combinators import (
     synthetic,
     type_atoms,
 )
+from fsmcompile.spec.json_schema.document import check_document, parse_schema_text
 from fsmcompile.spec.json_schema.exclusive import exclusive_union
 from fsmcompile.spec.json_schema.instances import InstanceChecker
 from fsmcompile.spec.json_schema.lowered import NOTHING_LOWERED, Lowered
@@ -63,26 +63,6 @@ MAX_DISTRIBUTED = 64
 past it the groups are intersected as automata instead (sound, possibly stricter)."""
 
 
-def parse_schema_text(text: str) -> Any:
-    """Parse a schema given as JSON text.
-
-    Raises:
-        SchemaError: malformed JSON; the message names line and column.
-    """
-
-    def reject_constant(name: str) -> Any:
-        raise ValueError(f"{name} is not JSON")
-
-    try:
-        return json.loads(text, parse_constant=reject_constant)
-    except json.JSONDecodeError as exc:
-        raise SchemaError(
-            f"schema is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}", ""
-        ) from exc
-    except ValueError as exc:
-        raise SchemaError(f"schema is not valid JSON: {exc}", "") from exc
-
-
 def schema_to_ir(
     schema: dict[str, Any] | bool | str,
     *,
@@ -111,6 +91,7 @@ def schema_to_ir(
     """
     if isinstance(schema, str):
         schema = parse_schema_text(schema)
+    check_document(schema)
     if not isinstance(schema, dict | bool):
         raise SchemaError(
             f"a schema must be a JSON object or a boolean, got {type(schema).__name__}", ""

@@ -21,12 +21,19 @@ from fsmcompile.automaton.ir import Node
 from fsmcompile.errors import GrammarError, SpecError, UnsupportedFeatureError
 from fsmcompile.memo import StageMemo
 from fsmcompile.spec.lark.grammar import LarkGrammar, LexerContext, ParseTable, Terminal
+from fsmcompile.spec.lark.imports import (
+    SOURCE_PATH,
+    ImportRefused,
+    checked_import_paths,
+    import_loader,
+    locate_import,
+)
 from fsmcompile.spec.lark.tables import extract_tables
 from fsmcompile.spec.lark.terminals import terminal_to_ir
 
 logger = logging.getLogger(__name__)
 
-_OPTIONS = ("start", "strict")
+_OPTIONS = ("start", "strict", "import_paths")
 _QUOTED_NAME = re.compile(r"'([^']+)'")
 _RULE_IN_COLLISION = re.compile(r"<([!?]?[\w]+) :")
 _LINE_COLUMN = re.compile(r",? at line (\d+),? column (\d+)")
@@ -95,6 +102,9 @@ def _translate(exc: Exception, text: str) -> SpecError:
         where = int(at.group(1)), int(at.group(2))
         message = message.splitlines()[0]
         message = _LINE_COLUMN.sub("", message).rstrip(" ,.")
+    elif "null bytes" in message and "\x00" in text:
+        where = _position(text, text.index("\x00"))
+        message = "the grammar holds a NUL character in a string literal; write it as \\x00"
     elif isinstance(exc, lark_errors.LexError):
         term = re.search(r"(?:token|terminals\.) ?\(?([A-Z_][A-Z0-9_]*)", message)
         if term:
@@ -116,18 +126,24 @@ class _Analysis:
     table: ParseTable
 
 
-_analyses: StageMemo[tuple[str, str, bool, bool], _Analysis] = StageMemo(64)
+_analyses: StageMemo[tuple[str, str, bool, bool, tuple[str, ...]], _Analysis] = StageMemo(64)
 """lark's analysis by grammar text: schemas of one shape write the same generated text
 (terminal names are numbered, their automata attached afterwards). Only what is read out
 of it is kept: lark's own objects (tens of thousands per grammar) would stay tracked by
 the garbage collector for the life of the process, and every full collection walks them."""
 
 
-def _analysis(text: str, start: str, strict: bool, generated: bool) -> _Analysis:
+def _analysis(
+    text: str, start: str, strict: bool, generated: bool, import_paths: tuple[str, ...]
+) -> _Analysis:
     """The analysis of `text` (written by `from_rules.py` when `generated`), memoized."""
     return _analyses.get_or_make(
-        (text, start, strict, generated),
-        lambda: _analyse_generated(text, start) if generated else _analyse(text, start, strict),
+        (text, start, strict, generated, import_paths),
+        lambda: (
+            _analyse_generated(text, start)
+            if generated
+            else _analyse(text, start, strict, import_paths)
+        ),
     )
 
 
@@ -154,8 +170,8 @@ def _frozen(analysis: _Analysis) -> _Analysis:
     return analysis
 
 
-def _analyse(text: str, start: str, strict: bool) -> _Analysis:
-    built = _lark(text, start, strict)
+def _analyse(text: str, start: str, strict: bool, import_paths: tuple[str, ...] = ()) -> _Analysis:
+    built = _lark(text, start, strict, import_paths)
     _check_productive(list(built.rules), start, text)
     parser = built.parser
     defined = {t.name: t for t in parser.lexer_conf.terminals}
@@ -187,7 +203,7 @@ def _analyse(text: str, start: str, strict: bool) -> _Analysis:
     return _frozen(_Analysis(terminals=terminals, contexts=contexts, table=table))
 
 
-def _lark(text: str, start: str, strict: bool) -> Any:
+def _lark(text: str, start: str, strict: bool, import_paths: tuple[str, ...]) -> Any:
     import lark
     import lark.lexer
     from lark.exceptions import LarkError
@@ -202,14 +218,45 @@ def _lark(text: str, start: str, strict: bool) -> Any:
             lark.lexer.has_interegular = saved and strict
             try:
                 return lark.Lark(
-                    text, parser="lalr", lexer="contextual", start=start, strict=strict
+                    text,
+                    parser="lalr",
+                    lexer="contextual",
+                    start=start,
+                    strict=strict,
+                    import_paths=[import_loader(import_paths)],
+                    source_path=SOURCE_PATH,
                 )
             finally:
                 lark.lexer.has_interegular = saved
     except LarkError as exc:
         raise _translate(exc, text) from exc
+    except ImportRefused as exc:
+        line, column = locate_import(text, exc.dotted) or (None, None)
+        raise GrammarError(str(exc), line, column) from exc
+    except RecursionError:
+        raise _too_deep(text) from None
     except (re.error, AssertionError, KeyError, ValueError) as exc:
         raise GrammarError(f"lark could not build the grammar: {exc}") from exc
+
+
+def _too_deep(text: str) -> GrammarError:
+    """lark ran out of stack: point at the deepest bracket (lark's grammar compiler and
+    Python's `re` recurse once per level of `(`, `[` in rules and patterns alike)."""
+    depth = deepest = where = 0
+    for offset, char in enumerate(text):
+        if char in "([":
+            depth += 1
+            if depth > deepest:
+                deepest, where = depth, offset
+        elif char in ")]":
+            depth = max(0, depth - 1)
+    line, column = _position(text, where)
+    return GrammarError(
+        f"the grammar nests too deeply for lark to build ({deepest} levels of brackets); "
+        "flatten it into named rules",
+        line,
+        column,
+    )
 
 
 def _check_productive(rules: list[Any], start: str, text: str) -> None:
@@ -291,15 +338,19 @@ def load_lark_grammar(
 
     Args:
         text: the grammar source.
-        options: `start` (the start rule, default "start") and `strict` (lark's strict
-            mode: shift/reduce conflicts and terminal collisions become errors).
+        options: `start` (the start rule, default "start"), `strict` (lark's strict
+            mode: shift/reduce conflicts and terminal collisions become errors) and
+            `import_paths` (folders `%import` may read grammars from, besides the
+            bundled `fsmcompile.grammars` and lark's own; see `imports.py`).
         generated: for grammars written by `from_rules.py`: terminal name → (IR, DFA)
             replacing the placeholder pattern in `text` (longest-match terminals). Such
             text is read without lark's grammar parser (`generated.py`).
 
     Raises:
         GrammarError: syntax errors, undefined or duplicate names, LALR conflicts, bad
-            terminal patterns; `line` and `column` say where when they can be found.
+            terminal patterns, an `%import` of a grammar outside the allowed folders;
+            `line` and `column` say where when they can be found.
+        SpecError: an unknown option, or `import_paths` naming something not a folder.
         UnsupportedFeatureError: `%declare`d terminals (they need a custom lexer) and
             terminal patterns whose lark match a byte automaton cannot reproduce.
     """
@@ -310,7 +361,9 @@ def load_lark_grammar(
     start = opts.get("start", "start")
     if not isinstance(start, str):
         raise SpecError(f"lark option start: expected a rule name, found {start!r}")
-    analysis = _analysis(text, start, bool(opts.get("strict", False)), generated is not None)
+    import_paths = checked_import_paths(opts.get("import_paths"))
+    strict = bool(opts.get("strict", False))
+    analysis = _analysis(text, start, strict, generated is not None, import_paths)
     terminals = []
     for name, pattern, raw, ignored in analysis.terminals:
         if generated is not None and name in generated:
