@@ -16,13 +16,11 @@ from typing import Any
 import jsonschema
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support import load_vocabulary
 
-from fsmcompile.compiler import compile_json_schema
-from fsmcompile.index.token_index import TokenIndex
 from fsmcompile.types import DEAD
 
 from .language import schema_language
+from .walks import gpt2_index
 
 WORDS = ["a/b", 'q"é', "😀x", "t\nab", "ab"]
 ENUM = {"enum": WORDS}
@@ -116,11 +114,10 @@ def _language(schema: dict[str, Any], **options: Any) -> Any:
 
 
 def test_listed_escapes_through_gpt2_token_index() -> None:
-    vocab = load_vocabulary("gpt2")
     schema = {"type": "object", "properties": {"kind": ENUM}, "required": ["kind"]}
     schema["additionalProperties"] = False
-    index = compile_json_schema(schema, vocab, cache=False, listed_escapes=True)
-    assert isinstance(index, TokenIndex)
+    index = gpt2_index(schema, listed_escapes=True)
+    vocab = index.vocabulary
     for text, ok in (
         ('{"kind":"a\\/b"}', True),
         ('{"\\u006bind":"\\u0061\\u002Fb"}', True),

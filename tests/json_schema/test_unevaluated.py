@@ -15,20 +15,16 @@ import json
 from typing import Any
 
 import jsonschema
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support import load_vocabulary
 
-from fsmcompile.compiler import compile_json_schema
 from fsmcompile.errors import SpecError, UnsupportedFeatureError
-from fsmcompile.index.token_index import TokenIndex
 from fsmcompile.spec.json_schema import JsonOptions, schema_to_ir
-from fsmcompile.types import DEAD
 
 from .conftest import compact
 from .language import schema_language
+from .walks import gpt2_index, walk_to_end
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -352,24 +348,10 @@ UNEVALUATED_CONFIG = {
 
 @pytest.mark.parametrize("seed", range(4))
 def test_unevaluated_token_walks_end_in_valid_instances(seed: int) -> None:
-    vocab = load_vocabulary("gpt2")
-    index = compile_json_schema(UNEVALUATED_CONFIG, vocab, cache=False)
-    assert isinstance(index, TokenIndex)
-    rng = np.random.default_rng(seed)
-    eos = vocab.eos_token_ids[0]
-    state, out = 0, []  # state 0 starts every DFA
-    # Every value is bounded (name, port, one tag): a walk ends within 400 tokens.
-    for _ in range(400):
-        allowed = index.allowed_token_ids(state)
-        token = int(rng.choice(allowed))
-        if token == eos:
-            break
-        state = index.next_state(state, token)
-        assert state != DEAD
-        out.append(token)
-    else:
-        raise AssertionError("the walk did not end")
-    jsonschema.validate(json.loads(vocab.decode_bytes(out)), UNEVALUATED_CONFIG)
+    index = gpt2_index(UNEVALUATED_CONFIG)
+    # Every value is bounded (name, port, one tag): a walk ends.
+    text = walk_to_end(index, seed)
+    jsonschema.validate(json.loads(text), UNEVALUATED_CONFIG)
     for text, ok in (
         ('{"name":"ab","port":7}', True),
         ('{"name":"ab","tags":["x"]}', True),
