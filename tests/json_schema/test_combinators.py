@@ -187,6 +187,7 @@ def test_every_unsupported_keyword_is_listed_at_once() -> None:
             "n": {"type": "integer", "multipleOf": 3},
             "s": {"type": "array", "not": {"items": {"type": "string"}}},
         },
+        "if": {"properties": {"x": {"type": "string"}}},  # its annotations decide
         "unevaluatedProperties": False,
     }
     with pytest.raises(UnsupportedFeatureError) as info:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 from fsmcompile.automaton.ir import NOTHING, And, Node, Ref, alt, content_key, literal, without
@@ -45,6 +46,7 @@ from fsmcompile.spec.json_schema.strings import (
     string_content,
 )
 from fsmcompile.spec.json_schema.syntax import JsonSyntax
+from fsmcompile.spec.json_schema.unevaluated import Kind, resolve_unevaluated, subset_groups
 from fsmcompile.spec.json_schema.unsupported import (
     ANNOTATIONS,
     CONSTRAINING,
@@ -266,6 +268,7 @@ class Lowerer:
         return result
 
     def _distribute(self, conj: Conjunction) -> Lowered:
+        conj = subset_groups(self, conj)
         if math.prod(len(g.options) for g in conj.groups) > MAX_DISTRIBUTED:
             return self._intersect_groups(conj)
         group, rest = conj.groups[0], conj.groups[1:]
@@ -374,11 +377,18 @@ class Lowerer:
         values = enum_values(conj)
         if values is not None:
             return self._lower_values(conj, values, atoms)
+        kinds: set[Kind] = {"properties"} if "object" in atoms else set()
+        kinds |= {"items"} if "array" in atoms else set()
+        enforcing, handled = resolve_unevaluated(self, conj, kinds)
+        if enforcing:
+            conj = replace(conj, parts=[*conj.parts, *enforcing])
         for negation in conj.negations:
             atoms = self._apply_negation(conj, negation, atoms)
         for part in conj.parts:
             for keyword, reason in unsupported_in(part.schema, atoms):
-                if keyword not in ("not", "uniqueItems"):  # arrays.py reports uniqueItems
+                if keyword in ("not", "uniqueItems"):  # arrays.py reports uniqueItems
+                    continue
+                if (part.key, keyword) not in handled:
                     self.report(part, keyword, reason)
         return self._lower_types(conj, atoms)
 

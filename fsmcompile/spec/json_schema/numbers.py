@@ -378,14 +378,19 @@ def lower_number(
         items.append(integer_range(lo_int, hi_int))
     else:
         items.append(number_range(lo, hi))
+    from fsmcompile.spec.json_schema.multiples import MAX_LISTED_MULTIPLES, bounded_multiples
+
     for part, divisor in conj.keyword("multipleOf"):
         node = multiple_of(to_decimal(divisor), integer=integer)
+        if node is None:
+            node = bounded_multiples(to_decimal(divisor), lo, hi, integer=integer)
         if node is None:
             lw.report(
                 part,
                 "multipleOf",
                 f"multipleOf {divisor} is not enforced: only divisors of a power of ten "
-                "(2, 5, 10, 25, ...) and powers of ten (0.1, 0.01, ...) are",
+                "(2, 5, 10, 25, ...), powers of ten (0.1, 0.01, ...) and others between a "
+                f"minimum and a maximum at most {MAX_LISTED_MULTIPLES} multiples apart are",
             )
         else:
             items.append(node)

@@ -95,6 +95,7 @@ def lower_object(lw: Lowerer, conj: Conjunction) -> Lowered:
     max_count = min(maxima) if maxima else None
     names = [p.child("propertyNames") for p in sources if "propertyNames" in p.schema]
 
+    every = lw.options.listed_escapes
     members: list[_Member] = []
     for key in order:
         allowed = key not in conj.forbidden_keys and all(lw.checker.is_valid(key, n) for n in names)
@@ -104,7 +105,11 @@ def lower_object(lw: Lowerer, conj: Conjunction) -> Lowered:
                 return Lowered(NOTHING, 0, value.unbounded)
             continue
         members.append(
-            _Member(syntax.member(literal_string(key), value.node), value, key in required)
+            _Member(
+                syntax.member(literal_string(key, every_spelling=every), value.node),
+                value,
+                key in required,
+            )
         )
 
     extras = _extras(lw, sources, set(order) | conj.forbidden_keys, names)
@@ -203,7 +208,8 @@ def _names_content(lw: Lowerer, loc: Location) -> Node | None:
     values = enum_values(conj)
     if values is not None:
         kept = [v for v in values if isinstance(v, str) and lw.checker.is_valid(v, loc)]
-        return alt(*(literal_content(v) for v in kept)) if kept else NOTHING
+        every = lw.options.listed_escapes
+        return alt(*(literal_content(v, every_spelling=every) for v in kept)) if kept else NOTHING
     return string_content(lw, conj)
 
 

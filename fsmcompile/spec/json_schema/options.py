@@ -56,6 +56,12 @@ class JsonOptions:
             float, which a consumer of an integer field may refuse. True also accepts
             the integral value followed by `.0`, `.00`, ... (exact: bounds, `multipleOf`
             and excluded values hold for the value, which the zeros do not change).
+        listed_escapes: False (default) spells listed strings (`enum`/`const` strings,
+            property names, `propertyNames` values) raw, with only the escapes a
+            character needs and `\\/`. True also accepts every other JSON spelling of
+            them (`\\u0061` for `a`, `\\u00E9`, short escapes), for models that escape
+            freely; it costs about six times the states of those strings' automata,
+            which is why it is off.
     """
 
     whitespace: Whitespace = "compact"
@@ -66,6 +72,7 @@ class JsonOptions:
     draft: Draft = "auto"
     lenient_formats: bool = False
     integer_fractions: bool = False
+    listed_escapes: bool = False
 
     def __post_init__(self) -> None:
         if self.whitespace not in WHITESPACES:

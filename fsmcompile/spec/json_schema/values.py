@@ -73,8 +73,9 @@ def value_ir(value: Any, syntax: JsonSyntax) -> Node:
             return NOTHING
         exact = Bound(to_decimal(value), False)
         return number_range(exact, exact)
+    every = syntax.options.listed_escapes
     if isinstance(value, str):
-        return literal_string(value)
+        return literal_string(value, every_spelling=every)
     if isinstance(value, list):
         if not value:
             return syntax.container("[", "]", literal(""), may_be_empty=True)
@@ -86,7 +87,10 @@ def value_ir(value: Any, syntax: JsonSyntax) -> Node:
     if isinstance(value, dict):
         if not value:
             return syntax.container("{", "}", literal(""), may_be_empty=True)
-        members = [syntax.member(literal_string(k), value_ir(v, syntax)) for k, v in value.items()]
+        members = [
+            syntax.member(literal_string(k, every_spelling=every), value_ir(v, syntax))
+            for k, v in value.items()
+        ]
         body = members[0]
         for member in members[1:]:
             body = seq(body, syntax.comma, member)
