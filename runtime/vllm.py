@@ -50,7 +50,7 @@ from fsmcompile.index.bits import bitmask_words
 
 from .bitmask import DeviceMaskTable, MaskSegment
 from .kernels import apply_bitmask_inplace
-from .matcher import Matcher, TokenMatcher, matcher_for
+from .matcher import DfaMatcher, TokenMatcher, matcher_for
 
 if TYPE_CHECKING:
     from fsmcompile.artifact import AnyIndex
@@ -378,7 +378,7 @@ class FSMLogitsProcessor(_LogitsProcessorBase):
         row.matcher = matcher
         row.token_bytes = vocabulary.token_bytes
         row.num_words = bitmask_words(vocabulary.size)
-        if isinstance(matcher, Matcher):
+        if isinstance(matcher, DfaMatcher):
             row.segment = table.acquire(matcher.tables)
         else:
             row.dynamic = True
@@ -507,7 +507,7 @@ class FSMLogitsProcessor(_LogitsProcessorBase):
             return _DYNAMIC
         matcher = row.matcher
         segment = row.segment
-        assert isinstance(matcher, Matcher) and segment is not None  # static, not failed
+        assert isinstance(matcher, DfaMatcher) and segment is not None  # static, not failed
         state = matcher.state
         if state < 0:
             return DeviceMaskTable.EOS_ROW
