@@ -2,7 +2,7 @@
 PYTHON ?= python3
 TOKENIZER ?= tests/data/gpt2/tokenizer.json.gz
 
-.PHONY: setup demo test lint bench
+.PHONY: setup demo test sanitize lint bench
 
 setup:
 	bash scripts/setup.sh
@@ -14,6 +14,11 @@ demo: setup
 
 test: setup
 	$(PYTHON) -m pytest -m "not gpu" -q
+
+# The C modules built with AddressSanitizer and UBSan, and the tests that drive them
+# (scripts/sanitize.sh; needs `make setup` first).
+sanitize:
+	PYTHON=$(PYTHON) bash scripts/sanitize.sh
 
 lint:
 	ruff check . && ruff format --check . && mypy

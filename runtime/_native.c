@@ -684,7 +684,9 @@ static int32_t union_row(Parser *self, const int32_t *runs, size_t num) {
     int64_t key = (int64_t)(h >> 1), entry;
     for (; map_get(&self->union_rows, key, &entry); key = (key + 1) & INT64_MAX) {
         const int32_t *at = self->union_pool.items + self->union_at.items[entry];
-        if ((size_t)at[1] == num && !memcmp(at + 2, runs, num * sizeof(int32_t))) return at[0];
+        /* No memcmp of zero runs: `runs` may then be NULL, which memcmp must not get. */
+        if ((size_t)at[1] == num && (!num || !memcmp(at + 2, runs, num * sizeof(int32_t))))
+            return at[0];
     }
     Py_ssize_t size = (Py_ssize_t)self->num_words * 4;
     PyObject *bytes = PyBytes_FromStringAndSize(NULL, size);
@@ -972,7 +974,8 @@ static int32_t constraint_set(Walk *w, int32_t *items, size_t count) {
     size_t num_sets = w->set_start.len - 1;
     for (size_t s = 0; s < num_sets; s++) {
         int32_t lo = w->set_start.items[s], hi = w->set_start.items[s + 1];
-        if ((size_t)(hi - lo) == n && !memcmp(w->set_items.items + lo, items, n * sizeof(int32_t)))
+        if ((size_t)(hi - lo) == n &&
+            (!n || !memcmp(w->set_items.items + lo, items, n * sizeof(int32_t))))
             return (int32_t)s;
     }
     for (size_t i = 0; i < n; i++) {
@@ -1073,7 +1076,8 @@ static void walk_readings(Parser *self, Walk *w, int32_t state, const int32_t *c
                 int32_t slo = w->set_start.items[stepped], shi = w->set_start.items[stepped + 1];
                 int32_t *out = walk_scratch(w, (size_t)(shi - slo) + 1);
                 if (!out) return;
-                memcpy(out, w->set_items.items + slo, (size_t)(shi - slo) * sizeof(int32_t));
+                if (shi > slo) /* no empty copy: the set items may not exist yet (NULL) */
+                    memcpy(out, w->set_items.items + slo, (size_t)(shi - slo) * sizeof(int32_t));
                 out[shi - slo] = nq;
                 cut = constraint_set(w, out, (size_t)(shi - slo) + 1);
             }
