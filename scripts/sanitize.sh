@@ -59,7 +59,8 @@ print(f"sanitize: testing the sanitized build in {site}")
 EOF
 
 # The runtime's C parser and bitmask writes, the artifact loader feeding them, and the
-# tests that hold each compiler kernel to a plain reference (about 6 minutes on 2 cores).
+# tests that hold each compiler kernel to a plain reference, corpora left to `make test`
+# (about 8 minutes on 2 busy cores; the build 1-2 more).
 tests=(
   tests/runtime
   tests/unit/test_artifact.py
@@ -77,5 +78,5 @@ if [ -e tests/property/test_artifact_mutations.py ]; then
 fi
 # --capture=sys: a sanitizer's report goes to file descriptor 2 as the process dies; fd
 # capture would hold it in a temporary file nobody prints.
-"$PYTHON" -m pytest "${tests[@]}" -q -p no:cacheprovider -m "not slow and not gpu" \
+"$PYTHON" -m pytest "${tests[@]}" -q -p no:cacheprovider -m "not slow and not gpu and not corpus" \
   --capture=sys "$@"
