@@ -349,6 +349,13 @@ class DfaMatcher(Matcher):
     def _row(self) -> npt.NDArray[np.int32]:
         return self._tables.row_of_state(self._state)
 
+    def _write_host_row(self, bitmask: npt.NDArray[np.int32], row: int) -> None:
+        # `_row()` inlined: every token of every request comes here.
+        tables = self._tables
+        state = self._state
+        src = tables.mask_rows[tables.state_mask[state]] if state >= 0 else tables.eos_row
+        write_row(bitmask, row, src)
+
     def forced_bytes(self) -> bytes:
         if self._state < 0:
             return b""
