@@ -4,7 +4,7 @@ TOKENIZER ?= tests/data/gpt2/tokenizer.json.gz
 # The venv the end-to-end tests in real vLLM run in (built by scripts/vllm_env.sh).
 VLLM_VENV ?= .venv-vllm
 
-.PHONY: setup demo test test-vllm lint bench
+.PHONY: setup demo test test-vllm sanitize lint bench
 
 setup:
 	bash scripts/setup.sh
@@ -21,6 +21,11 @@ test: setup
 test-vllm:
 	bash scripts/vllm_env.sh $(VLLM_VENV)
 	$(VLLM_VENV)/bin/python -m pytest tests/vllm -m vllm -q -p no:cacheprovider
+
+# The C modules built with AddressSanitizer and UBSan, and the tests that drive them
+# (scripts/sanitize.sh; needs `make setup` first).
+sanitize:
+	PYTHON=$(PYTHON) bash scripts/sanitize.sh
 
 lint:
 	ruff check . && ruff format --check . && mypy

@@ -21,6 +21,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_kernel.h"
+
 /* ---- an int64 -> int64 hash map (open addressing; keys are >= 0) ---------------------- */
 
 typedef struct {
@@ -205,9 +207,11 @@ typedef struct {
     Column union_at;    /* per union entry: where (row, count, run ids...) start */
     Column union_pool;
     Map interned;       /* digest of a row's bytes -> row id */
-    int32_t num_kill_rows, num_terminals, num_classes;
-    Py_ssize_t vocab_size;
-    int failed;
+    int32_t num_kill_rows, num_terminals, num_classes, num_rules;
+    Py_ssize_t vocab_size, num_ctxsets;
+    Column chain;       /* `apply`'s sequences on their way up to a known prefix */
+    int failed;         /* the call in progress ran out of memory, or met `broken` */
+    const char *broken; /* what the tables got wrong, once a call found out (sticky) */
 } Parser;
 
 /* Dense-row combinations kept per parser: unions of different token lists often OR the
@@ -229,6 +233,23 @@ static inline int32_t unpack_result(int64_t v) { return (int32_t)(v >> 32) - 1; 
 static inline int32_t unpack_floor(int64_t v) { return (int32_t)(v & 0xffffffff); }
 static inline int32_t min32(int32_t a, int32_t b) { return a < b ? a : b; }
 
+/* A call found the tables inconsistent where no check at construction could tell (a
+ * reduction loop, a sequence appended wrong): this and every later call raise ValueError,
+ * as the memos may hold answers read from the wrong tables. */
+static void tables_broken(Parser *self, const char *reason) {
+    if (!self->broken) self->broken = reason;
+    self->failed = 1;
+}
+
+/* Reductions one terminal may trigger before the parser counts as looping: LALR tables of
+ * an unambiguous grammar reduce at most through every level of the stack (plus the empty
+ * rules' pushes, at most one per parser state in a row), each level through a chain of
+ * distinct nonterminals. Tens in practice; a forged table that reduces forever stops here. */
+static inline int64_t reduce_budget(const Parser *self, int32_t stack) {
+    return ((int64_t)self->depth.items[stack] + self->num_states + 2) *
+           ((int64_t)self->num_nonterminals + 2);
+}
+
 static int32_t push(Parser *self, int32_t stack, int32_t state) {
     int64_t key = (int64_t)stack * self->num_states + state;
     int64_t found;
@@ -243,7 +264,9 @@ static int32_t push(Parser *self, int32_t stack, int32_t state) {
     return id;
 }
 
-/* One reduction: pop the rule's symbols, then goto its left-hand side. */
+/* One reduction: pop the rule's symbols, then goto its left-hand side. No pop passes the
+ * bottom of the stack: construction checked that a state reduces no rule longer than the
+ * shortest path from the start state to it (`check_reductions`). */
 static int32_t reduce(Parser *self, int32_t sid, int32_t rule, int32_t *floor) {
     const int32_t *parent = self->parent.items;
     for (int32_t n = A(self, B_RULE_LEN, int32_t)[rule]; n > 0; n--) sid = parent[sid];
@@ -260,11 +283,15 @@ static int64_t feed(Parser *self, int32_t stack, int32_t terminal) {
     if (map_get(&self->feed_memo, key, &hit)) return hit;
     const int32_t *action = A(self, B_ACTION, int32_t);
     int32_t sid = stack, floor = self->depth.items[stack], result = -1;
-    for (;;) {
+    for (int64_t budget = reduce_budget(self, stack);; budget--) {
         int32_t act = action[(int64_t)self->state.items[sid] * self->num_symbols + terminal];
         if (act == 0) break;
         if (act > 0) {
             result = push(self, sid, act - 1);
+            break;
+        }
+        if (budget == 0) {
+            tables_broken(self, "the parse table reduces without end");
             break;
         }
         sid = reduce(self, sid, -act - 1, &floor);
@@ -280,9 +307,13 @@ static int64_t accepts_end(Parser *self, int32_t stack) {
     if (map_get(&self->end_memo, stack, &hit)) return hit;
     const int32_t *action = A(self, B_ACTION, int32_t);
     int32_t sid = stack, floor = self->depth.items[stack], ok = 0;
-    for (;;) {
+    for (int64_t budget = reduce_budget(self, stack);; budget--) {
         int32_t act = action[(int64_t)self->state.items[sid] * self->num_symbols + self->end_symbol];
         if (act >= 0) break; /* error, or a shift of $END (lark never builds one) */
+        if (budget == 0) {
+            tables_broken(self, "the parse table reduces without end");
+            break;
+        }
         sid = reduce(self, sid, -act - 1, &floor);
         if (sid < 0) break;
         if (self->state.items[sid] == self->end_state) {
@@ -312,25 +343,54 @@ static inline int context_matches(Parser *self, int32_t landing, int64_t wanted)
     return contains(A(self, B_CTXSET_CONTEXT, int32_t), start[set], start[set + 1], landing);
 }
 
+/* Whether sequence `seq` (> 0) of the columns Python hands in is well formed: its parent
+ * comes before it (so every chain ends at the empty sequence), its terminal and context
+ * are ids of the tables. Checked where read, as Python appends to the columns. */
+static inline int seq_valid(const Parser *self, int64_t seq) {
+    if (seq <= 0 || seq >= self->num_seqs) return 0;
+    int64_t parent = self->seq_parent[seq], terminal = self->seq_terminal[seq];
+    int64_t context = self->seq_context[seq];
+    return parent >= 0 && parent < seq && terminal >= 0 && terminal < self->num_terminals &&
+           context >= 0 && context < self->num_contexts + self->num_ctxsets;
+}
+
+/* The stack after sequence `seq`: its prefixes are walked up to the empty sequence or one
+ * already memoized, then applied back down, each memoized; a loop, so no chain of
+ * sequences can make the C stack deep. */
 static int64_t apply(Parser *self, int32_t stack, int64_t seq) {
-    if (seq == 0) return pack(stack, self->depth.items[stack]);
-    int64_t key = ((int64_t)stack << 32) | seq;
-    int64_t hit;
-    if (map_get(&self->apply_memo, key, &hit)) return hit;
-    int64_t before = apply(self, stack, self->seq_parent[seq]);
-    int32_t floor = unpack_floor(before), result = -1;
-    if (unpack_result(before) >= 0) {
-        int64_t after = feed(self, unpack_result(before), (int32_t)self->seq_terminal[seq]);
-        floor = min32(floor, unpack_floor(after));
-        int32_t sid = unpack_result(after);
-        if (sid >= 0) {
-            int32_t landing = A(self, B_CONTEXT_OF_STATE, int32_t)[self->state.items[sid]];
-            if (context_matches(self, landing, self->seq_context[seq])) result = sid;
+    int64_t before = pack(stack, self->depth.items[stack]), hit;
+    Column *chain = &self->chain;
+    chain->len = 0;
+    for (int64_t s = seq; s != 0; s = self->seq_parent[s]) {
+        if (map_get(&self->apply_memo, ((int64_t)stack << 32) | s, &hit)) {
+            before = hit;
+            break;
+        }
+        if (!seq_valid(self, s)) {
+            tables_broken(self, "an emitted sequence is malformed");
+            return pack(-1, self->depth.items[stack]);
+        }
+        if (column_push(chain, (int32_t)s) < 0) {
+            self->failed = 1;
+            return pack(-1, self->depth.items[stack]);
         }
     }
-    int64_t out = pack(result, floor);
-    if (map_put(&self->apply_memo, key, out) < 0) self->failed = 1;
-    return out;
+    for (size_t i = chain->len; i-- > 0;) {
+        int64_t s = chain->items[i];
+        int32_t floor = unpack_floor(before), result = -1;
+        if (unpack_result(before) >= 0) {
+            int64_t after = feed(self, unpack_result(before), (int32_t)self->seq_terminal[s]);
+            floor = min32(floor, unpack_floor(after));
+            int32_t sid = unpack_result(after);
+            if (sid >= 0) {
+                int32_t landing = A(self, B_CONTEXT_OF_STATE, int32_t)[self->state.items[sid]];
+                if (context_matches(self, landing, self->seq_context[s])) result = sid;
+            }
+        }
+        before = pack(result, floor);
+        if (map_put(&self->apply_memo, ((int64_t)stack << 32) | s, before) < 0) self->failed = 1;
+    }
+    return before;
 }
 
 static int64_t xset_ok(Parser *self, int32_t stack, int64_t xset) {
@@ -403,6 +463,9 @@ static int32_t valid_runs(Parser *self, int32_t stack, int32_t state) {
             last_seq = seq;
             if (seq == 0) {
                 after = stack;
+            } else if (!seq_valid(self, seq)) {
+                tables_broken(self, "an emitted sequence is malformed");
+                break;
             } else {
                 int64_t parent = self->seq_parent[seq], terminal = self->seq_terminal[seq];
                 if (parent != last_parent || terminal != last_terminal) {
@@ -621,7 +684,9 @@ static int32_t union_row(Parser *self, const int32_t *runs, size_t num) {
     int64_t key = (int64_t)(h >> 1), entry;
     for (; map_get(&self->union_rows, key, &entry); key = (key + 1) & INT64_MAX) {
         const int32_t *at = self->union_pool.items + self->union_at.items[entry];
-        if ((size_t)at[1] == num && !memcmp(at + 2, runs, num * sizeof(int32_t))) return at[0];
+        /* No memcmp of zero runs: `runs` may then be NULL, which memcmp must not get. */
+        if ((size_t)at[1] == num && (!num || !memcmp(at + 2, runs, num * sizeof(int32_t))))
+            return at[0];
     }
     Py_ssize_t size = (Py_ssize_t)self->num_words * 4;
     PyObject *bytes = PyBytes_FromStringAndSize(NULL, size);
@@ -909,7 +974,8 @@ static int32_t constraint_set(Walk *w, int32_t *items, size_t count) {
     size_t num_sets = w->set_start.len - 1;
     for (size_t s = 0; s < num_sets; s++) {
         int32_t lo = w->set_start.items[s], hi = w->set_start.items[s + 1];
-        if ((size_t)(hi - lo) == n && !memcmp(w->set_items.items + lo, items, n * sizeof(int32_t)))
+        if ((size_t)(hi - lo) == n &&
+            (!n || !memcmp(w->set_items.items + lo, items, n * sizeof(int32_t))))
             return (int32_t)s;
     }
     for (size_t i = 0; i < n; i++) {
@@ -1010,7 +1076,8 @@ static void walk_readings(Parser *self, Walk *w, int32_t state, const int32_t *c
                 int32_t slo = w->set_start.items[stepped], shi = w->set_start.items[stepped + 1];
                 int32_t *out = walk_scratch(w, (size_t)(shi - slo) + 1);
                 if (!out) return;
-                memcpy(out, w->set_items.items + slo, (size_t)(shi - slo) * sizeof(int32_t));
+                if (shi > slo) /* no empty copy: the set items may not exist yet (NULL) */
+                    memcpy(out, w->set_items.items + slo, (size_t)(shi - slo) * sizeof(int32_t));
                 out[shi - slo] = nq;
                 cut = constraint_set(w, out, (size_t)(shi - slo) + 1);
             }
@@ -1071,11 +1138,12 @@ static PyObject *reading_tuple(Walk *w, Reading r) {
  * token; this is a memcpy. -1 with an exception set when the bitmask does not fit. */
 static int write_words(PyObject *bitmask, long long row, const int32_t *from, Py_ssize_t count) {
     Py_buffer dst;
-    if (PyObject_GetBuffer(bitmask, &dst, PyBUF_WRITABLE | PyBUF_STRIDES) < 0) return -1;
+    if (PyObject_GetBuffer(bitmask, &dst, PyBUF_WRITABLE | PyBUF_STRIDES | PyBUF_FORMAT) < 0)
+        return -1;
     int done = -1;
     Py_ssize_t rows = dst.ndim == 2 ? dst.shape[0] : 1;
     Py_ssize_t width = dst.ndim >= 1 ? dst.shape[dst.ndim - 1] : 0;
-    if (dst.itemsize != 4 || (dst.ndim != 1 && dst.ndim != 2) || count > width) {
+    if (!kernel_is_int(&dst, 4) || (dst.ndim != 1 && dst.ndim != 2) || count > width) {
         PyErr_SetString(PyExc_ValueError, "write_row: expected int32 rows, src no wider");
     } else if (row < 0 || row >= rows) {
         if (dst.ndim == 1)
@@ -1131,7 +1199,10 @@ static int acquire_sequences(Parser *self, Py_buffer views[3]) {
     self->seq_parent = views[0].buf;
     self->seq_terminal = views[1].buf;
     self->seq_context = views[2].buf;
-    self->num_seqs = views[0].len / 8;
+    /* Only the sequences all three columns hold, with ids that fit a memo key. */
+    Py_ssize_t len = views[0].len < views[1].len ? views[0].len : views[1].len;
+    len = len < views[2].len ? len : views[2].len;
+    self->num_seqs = len / 8 < INT32_MAX ? len / 8 : INT32_MAX;
     return 0;
 }
 
@@ -1140,7 +1211,20 @@ static void release_sequences(Parser *self, Py_buffer views[3]) {
     self->seq_parent = self->seq_terminal = self->seq_context = NULL;
 }
 
+/* The error of a call that failed: the tables' fault (then every later call refuses too)
+ * or out of memory. */
+static PyObject *call_failed(Parser *self) {
+    self->failed = 0;
+    if (self->broken)
+        return PyErr_Format(PyExc_ValueError, "Parser: inconsistent tables: %s", self->broken);
+    return PyErr_NoMemory();
+}
+
 static int check_stack(Parser *self, long long stack) {
+    if (self->broken) {
+        call_failed(self);
+        return -1;
+    }
     if (stack < 0 || (size_t)stack >= self->state.len) {
         PyErr_Format(PyExc_IndexError, "no stack %lld", stack);
         return -1;
@@ -1157,10 +1241,7 @@ static int check_range(long long value, Py_ssize_t limit, const char *what) {
 }
 
 static PyObject *finish(Parser *self, int64_t packed, int as_bool) {
-    if (self->failed) {
-        self->failed = 0;
-        return PyErr_NoMemory();
-    }
+    if (self->failed) return call_failed(self);
     int32_t result = unpack_result(packed);
     PyObject *first = as_bool ? PyBool_FromLong(result) : PyLong_FromLong(result);
     return Py_BuildValue("(Ni)", first, unpack_floor(packed));
@@ -1221,10 +1302,7 @@ static PyObject *Parser_row_plan(Parser *self, PyObject *const *args, Py_ssize_t
     int32_t floor = valid_runs(self, (int32_t)stack, (int32_t)state);
     release_sequences(self, views);
     int64_t eos = config_accepts_end(self, (int32_t)stack, (int32_t)state);
-    if (self->failed) {
-        self->failed = 0;
-        return PyErr_NoMemory();
-    }
+    if (self->failed) return call_failed(self);
     PyObject *key = PyBytes_FromStringAndSize((const char *)self->valid.items,
                                               (Py_ssize_t)(self->valid.len * sizeof(int32_t)));
     if (!key) return NULL;
@@ -1277,8 +1355,7 @@ static int looked_up_row(Parser *self, long long stack, long long state, int64_t
     *out = row_of(self, (int32_t)stack, (int32_t)state);
     release_sequences(self, views);
     if (self->failed) {
-        self->failed = 0;
-        PyErr_NoMemory();
+        call_failed(self);
         return -1;
     }
     return 0;
@@ -1332,10 +1409,7 @@ static PyObject *Parser_advance_inside(Parser *self, PyObject *const *args, Py_s
     int64_t grown;
     int32_t end = advance_inside(self, (int32_t)values[0], (int32_t)values[1], values[2],
                                  (Py_ssize_t)values[3], &grown);
-    if (self->failed) {
-        self->failed = 0;
-        return PyErr_NoMemory();
-    }
+    if (self->failed) return call_failed(self);
     if (end == INSIDE_MAY_CUT) Py_RETURN_NONE;
     if (end == INSIDE_DEAD) return PyTuple_New(0);
     return Py_BuildValue("((OiiL))", args[0], end, 0, (long long)(values[2] + grown));
@@ -1455,7 +1529,7 @@ static void Parser_dealloc(Parser *self) {
                          &self->valid,       &self->dense,        &self->combo_list,
                          &self->combo_at,    &self->suffix_at,    &self->suffix_pool,
                          &self->length_value, &self->length_next, &self->union_at,
-                         &self->union_pool};
+                         &self->union_pool,  &self->chain};
     for (size_t i = 0; i < sizeof(columns) / sizeof(*columns); i++) PyMem_Free(columns[i]->items);
     Map *maps[] = {PARSER_MAPS(self)};
     for (size_t i = 0; i < sizeof(maps) / sizeof(*maps); i++) map_free(maps[i]);
@@ -1468,6 +1542,163 @@ static void Parser_dealloc(Parser *self) {
 
 static Py_ssize_t items(Parser *self, int i) {
     return self->buffers[i].len / buffer_itemsize[i];
+}
+
+/* Whether offsets[0..count] rise from 0 or more to at most `limit`: every slice they cut
+ * lies inside the table they index. */
+static int offsets_ok(const int64_t *offsets, Py_ssize_t count, Py_ssize_t limit) {
+    if (offsets[0] < 0 || offsets[count] > limit) return 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (offsets[i] > offsets[i + 1]) return 0;
+    }
+    return 1;
+}
+
+/* Whether every int32 item lies in lo..hi-1. */
+static int ids_ok(const int32_t *ids, Py_ssize_t count, int64_t lo, int64_t hi) {
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (ids[i] < lo || ids[i] >= hi) return 0;
+    }
+    return 1;
+}
+
+static int ids64_ok(const int64_t *ids, Py_ssize_t count, int64_t lo, int64_t hi) {
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (ids[i] < lo || ids[i] >= hi) return 0;
+    }
+    return 1;
+}
+
+static int refuse(const char *what) {
+    PyErr_Format(PyExc_ValueError, "Parser: %s", what);
+    return -1;
+}
+
+/* The LALR tables, checked once: every action shifts to a state or reduces a rule, every
+ * goto names a state, every rule's left-hand side a nonterminal. */
+static int check_parse_tables(Parser *self) {
+    const int32_t *action = A(self, B_ACTION, int32_t);
+    Py_ssize_t cells = items(self, B_ACTION);
+    for (Py_ssize_t i = 0; i < cells; i++) {
+        int64_t act = action[i];
+        if (act > self->num_states || (act < 0 && -act > self->num_rules))
+            return refuse("an action shifts to no state or reduces no rule");
+    }
+    if (!ids_ok(A(self, B_GOTO, int32_t), items(self, B_GOTO), -1, self->num_states))
+        return refuse("a goto leads to no state");
+    if (!ids_ok(A(self, B_RULE_LHS, int32_t), self->num_rules, 0, self->num_nonterminals))
+        return refuse("a rule's left-hand side is no nonterminal");
+    if (!ids_ok(A(self, B_RULE_LEN, int32_t), self->num_rules, 0, INT32_MAX))
+        return refuse("a rule has a negative length");
+    if (!ids_ok(A(self, B_CONTEXT_OF_STATE, int32_t), self->num_states, 0, self->num_contexts))
+        return refuse("a parser state's lexer context is out of range");
+    return 0;
+}
+
+/* No reduction pops past the bottom of a stack: a state's depth on any stack is at least
+ * its distance from the start state along shifts and gotos (the only ways a stack grows),
+ * and LR tables reduce in a state only rules no longer than every path into it. Checking
+ * that once (a breadth-first walk, about a millisecond for a large grammar) keeps the
+ * reduction loop free of depth checks. */
+static int check_reductions(Parser *self, int32_t start_state) {
+    int32_t states = self->num_states, symbols = self->num_symbols;
+    int32_t nonterminals = self->num_nonterminals;
+    const int32_t *action = A(self, B_ACTION, int32_t), *go = A(self, B_GOTO, int32_t);
+    const int32_t *rule_len = A(self, B_RULE_LEN, int32_t);
+    int32_t *distance = PyMem_Malloc(((size_t)states + 1) * sizeof(int32_t));
+    int32_t *queue = PyMem_Malloc(((size_t)states + 1) * sizeof(int32_t));
+    int result = 0;
+    if (!distance || !queue) {
+        PyErr_NoMemory();
+        result = -1;
+        goto done;
+    }
+    for (int32_t q = 0; q < states; q++) distance[q] = -1;
+    distance[start_state] = 0;
+    queue[0] = start_state;
+    for (int32_t head = 0, tail = 1; head < tail; head++) {
+        int32_t q = queue[head];
+        for (int32_t a = 0; a < symbols + nonterminals; a++) {
+            int32_t next = a < symbols ? action[(int64_t)q * symbols + a] - 1
+                                       : go[(int64_t)q * nonterminals + (a - symbols)];
+            if (next >= 0 && distance[next] < 0) {
+                distance[next] = distance[q] + 1;
+                queue[tail++] = next;
+            }
+        }
+    }
+    for (int32_t q = 0; q < states && !result; q++) {
+        for (int32_t a = 0; a < symbols && distance[q] >= 0; a++) {
+            int32_t act = action[(int64_t)q * symbols + a];
+            if (act < 0 && rule_len[-(int64_t)act - 1] > distance[q]) {
+                result = refuse("a reduction pops past the bottom of the stack");
+                break;
+            }
+        }
+    }
+done:
+    PyMem_Free(distance);
+    PyMem_Free(queue);
+    return result;
+}
+
+/* The exit sets, runs and token groups a row reads, checked once: offsets in bounds,
+ * every id naming an item of its table, every run's skip moving forward. */
+static int check_run_tables(Parser *self) {
+    Py_ssize_t num_pairs = items(self, B_PAIR_TERMINAL), num_entries = items(self, B_RUN_GROUPS);
+    if (!offsets_ok(A(self, B_CTXSET_START, int64_t), self->num_ctxsets,
+                    items(self, B_CTXSET_CONTEXT)) ||
+        !offsets_ok(A(self, B_XSET_START, int64_t), self->num_xsets, num_pairs) ||
+        !offsets_ok(A(self, B_PAIR_CTX_START, int64_t), num_pairs, items(self, B_PAIR_CONTEXT)) ||
+        !offsets_ok(A(self, B_ORIGIN_RUN, int64_t), self->num_lexer_states, self->num_runs) ||
+        !offsets_ok(A(self, B_RUN_START, int64_t), self->num_runs, num_entries) ||
+        !offsets_ok(A(self, B_GROUP_TOKEN_START, int64_t), self->num_groups,
+                    items(self, B_GROUP_TOKENS)))
+        return refuse("an offset table is not monotone or leaves its table");
+    if (!ids_ok(A(self, B_PAIR_TERMINAL, int32_t), num_pairs, 0, self->num_terminals))
+        return refuse("an exit pair's terminal is out of range");
+    if (!ids64_ok(A(self, B_RUN_SEQ, int64_t), self->num_runs, 0, self->num_seqs) ||
+        !ids64_ok(A(self, B_RUN_XSET, int64_t), self->num_runs, 0, self->num_xsets) ||
+        !ids_ok(A(self, B_RUN_GROUPS, int32_t), num_entries, 0, self->num_groups) ||
+        !ids_ok(A(self, B_GROUP_DENSE, int32_t), self->num_groups, -1, self->num_masks))
+        return refuse("a run or token group names no sequence, exit set, group or row");
+    const int64_t *skip = A(self, B_RUN_SKIP, int64_t);
+    for (Py_ssize_t r = 0; r < self->num_runs; r++) {
+        if (skip[r] <= r || skip[r] > self->num_runs)
+            return refuse("a run's skip does not move forward");
+    }
+    /* Token ids are bits of a row: one past the vocabulary (or negative) would be written
+     * outside it, or allow a token `advance` refuses. */
+    if (!ids_ok(A(self, B_GROUP_TOKENS, int32_t), items(self, B_GROUP_TOKENS), 0,
+                self->vocab_size))
+        return refuse("a token group holds a token id outside the vocabulary");
+    return 0;
+}
+
+/* The emitted sequences the index came with (Python appends more later; `seq_valid`
+ * checks those where read). */
+static int check_sequences(Parser *self) {
+    Py_buffer views[3];
+    for (int i = 0; i < 3; i++) {
+        if (PyObject_GetBuffer(self->seq_columns[i], &views[i], PyBUF_FORMAT) < 0) {
+            while (--i >= 0) PyBuffer_Release(&views[i]);
+            return -1;
+        }
+    }
+    int result = 0;
+    for (int i = 0; i < 3 && !result; i++) {
+        if (views[i].itemsize != 8 || views[i].len != views[0].len || views[i].len < 8)
+            result = refuse("sequence columns: expected three int64 columns of one length");
+    }
+    for (int i = 0; i < 3; i++) PyBuffer_Release(&views[i]);
+    if (result < 0 || acquire_sequences(self, views) < 0) return -1;
+    for (Py_ssize_t seq = 1; seq < self->num_seqs && !result; seq++) {
+        if (!seq_valid(self, seq)) result = refuse("an emitted sequence is malformed");
+    }
+    Py_ssize_t num_seqs = self->num_seqs;
+    release_sequences(self, views);
+    self->num_seqs = num_seqs; /* for `check_run_tables`; each call reads its own */
+    return result;
 }
 
 /* The tables a row reads past the parser's own, checked once: every id in range. */
@@ -1487,6 +1718,9 @@ static int check_row_tables(Parser *self) {
     }
     for (int32_t k = 0; k < self->num_contexts; k++) {
         if (context_start[k] < 0 || context_start[k] >= self->num_lexer_states) goto bad;
+        /* A lexeme's start reads nothing, so it has no kill row: a row then reads at most
+         * one level of the next lexemes' rows (`compute_row`), never a cycle of them. */
+        if (kill[context_start[k]] >= 0) goto bad;
     }
     for (int32_t t = 0; t < self->num_terminals; t++) {
         if (ctx_start[t] < 0 || ctx_start[t] > ctx_start[t + 1] || ctx_start[t + 1] > num_next)
@@ -1555,45 +1789,70 @@ static PyObject *Parser_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     for (int i = 0; i < 3; i++) {
         self->seq_columns[i] = Py_NewRef(PyTuple_GET_ITEM(seq_columns, i));
     }
+    /* Every count below is an int32 id space; table sizes must agree with one another. */
+    Py_ssize_t num_states = items(self, B_CONTEXT_OF_STATE);
+    Py_ssize_t num_lexer_states = items(self, B_ORIGIN_RUN) - 1;
+    Py_ssize_t num_pairs = items(self, B_PAIR_TERMINAL), num_rules = items(self, B_RULE_LHS);
+    Py_ssize_t vocab_size = items(self, B_TEXT_START) - 1;
+    Py_ssize_t num_masks = num_words > 0 ? items(self, B_MASKS) / num_words : 0;
+    Py_ssize_t num_kill_rows = num_words > 0 ? items(self, B_KILL_MASKS) / num_words : 0;
+    Py_ssize_t counts[] = {num_states, num_lexer_states, num_rules, vocab_size, num_masks,
+                           items(self, B_RUN_SEQ), items(self, B_GROUP_DENSE),
+                           items(self, B_XSET_FREE), items(self, B_CTXSET_START) - 1};
+    int bad = num_symbols < 1 || num_nonterminals < 0 || num_contexts < 0 || num_words < 0;
+    for (size_t i = 0; i < sizeof(counts) / sizeof(*counts); i++)
+        bad = bad || counts[i] < 0 || counts[i] >= INT32_MAX;
+    if (bad || items(self, B_ACTION) != num_states * num_symbols ||
+        items(self, B_GOTO) != num_states * num_nonterminals ||
+        items(self, B_RULE_LEN) != num_rules || start_state < 0 || start_state >= num_states ||
+        items(self, B_IGNORED) != num_symbols - 1 || items(self, B_DEAD) != num_contexts ||
+        items(self, B_XSET_START) != items(self, B_XSET_FREE) + 1 ||
+        items(self, B_PAIR_CTX_START) != num_pairs + 1 || items(self, B_PAIR_ANY) != num_pairs ||
+        items(self, B_RUN_XSET) != items(self, B_RUN_SEQ) ||
+        items(self, B_RUN_SKIP) != items(self, B_RUN_SEQ) ||
+        items(self, B_RUN_START) != items(self, B_RUN_SEQ) + 1 ||
+        items(self, B_GROUP_TOKEN_START) != items(self, B_GROUP_DENSE) + 1 ||
+        items(self, B_LABEL) != num_lexer_states ||
+        items(self, B_STATE_KILL) != num_lexer_states ||
+        items(self, B_RESTART) != num_lexer_states ||
+        items(self, B_CONTEXT_START) != num_contexts || items(self, B_EOS_ROW) != num_words ||
+        items(self, B_NEXT_CTX_START) != items(self, B_IGNORED) + 1 ||
+        items(self, B_CLASS_OF_BYTE) != 256 ||
+        items(self, B_CHAR_BOUND) != num_lexer_states ||
+        items(self, B_STATE_XSET) != num_lexer_states ||
+        items(self, B_MOVE_STARTS) != items(self, B_MOVES) ||
+        (num_lexer_states ? items(self, B_MOVES) % num_lexer_states != 0
+                          : items(self, B_MOVES) != 0) ||
+        (num_words > 0 ? items(self, B_MASKS) % num_words || items(self, B_KILL_MASKS) % num_words
+                       : items(self, B_MASKS) || items(self, B_KILL_MASKS)) ||
+        (Py_ssize_t)num_words * 32 < vocab_size ||
+        (num_lexer_states && items(self, B_MOVES) / num_lexer_states >= INT32_MAX)) {
+        PyErr_SetString(PyExc_ValueError, "Parser: inconsistent table sizes");
+        goto fail;
+    }
     self->num_symbols = num_symbols;
     self->end_symbol = num_symbols - 1;
     self->num_nonterminals = num_nonterminals;
     self->end_state = end_state;
     self->num_contexts = num_contexts;
     self->num_words = num_words;
-    self->num_states = (int32_t)items(self, B_CONTEXT_OF_STATE);
+    self->num_states = (int32_t)num_states;
+    self->num_rules = (int32_t)num_rules;
     self->num_xsets = items(self, B_XSET_FREE);
+    self->num_ctxsets = items(self, B_CTXSET_START) - 1;
     self->num_runs = items(self, B_RUN_SEQ);
     self->num_groups = items(self, B_GROUP_DENSE);
-    self->num_lexer_states = (int32_t)(items(self, B_ORIGIN_RUN) - 1);
-    self->num_masks = num_words ? (int32_t)(items(self, B_MASKS) / num_words) : 0;
-    if (num_symbols < 1 || items(self, B_ACTION) != (Py_ssize_t)self->num_states * num_symbols ||
-        items(self, B_GOTO) != (Py_ssize_t)self->num_states * num_nonterminals ||
-        start_state < 0 || start_state >= self->num_states || self->num_lexer_states < 0 ||
-        items(self, B_RUN_START) != self->num_runs + 1 ||
-        items(self, B_GROUP_TOKEN_START) != self->num_groups + 1 ||
-        items(self, B_XSET_START) != self->num_xsets + 1 ||
-        items(self, B_LABEL) != self->num_lexer_states ||
-        items(self, B_STATE_KILL) != self->num_lexer_states ||
-        items(self, B_RESTART) != self->num_lexer_states ||
-        items(self, B_CONTEXT_START) != num_contexts || items(self, B_EOS_ROW) != num_words ||
-        items(self, B_NEXT_CTX_START) != items(self, B_IGNORED) + 1 ||
-        items(self, B_CLASS_OF_BYTE) != 256 || items(self, B_TEXT_START) < 1 ||
-        items(self, B_CHAR_BOUND) != self->num_lexer_states ||
-        items(self, B_STATE_XSET) != self->num_lexer_states ||
-        items(self, B_MOVE_STARTS) != items(self, B_MOVES) ||
-        (self->num_lexer_states &&
-         items(self, B_MOVES) % self->num_lexer_states != 0)) {
-        PyErr_SetString(PyExc_ValueError, "Parser: inconsistent table sizes");
-        goto fail;
-    }
+    self->num_lexer_states = (int32_t)num_lexer_states;
+    self->num_masks = (int32_t)num_masks;
     self->num_terminals = (int32_t)items(self, B_IGNORED);
-    self->num_kill_rows = num_words ? (int32_t)(items(self, B_KILL_MASKS) / num_words) : 0;
-    self->num_classes = self->num_lexer_states
-                            ? (int32_t)(items(self, B_MOVES) / self->num_lexer_states)
-                            : 0;
-    self->vocab_size = items(self, B_TEXT_START) - 1;
-    if (check_row_tables(self) < 0 || check_lexer_tables(self) < 0) goto fail;
+    self->num_kill_rows = (int32_t)num_kill_rows;
+    self->num_classes =
+        num_lexer_states ? (int32_t)(items(self, B_MOVES) / num_lexer_states) : 0;
+    self->vocab_size = vocab_size;
+    if (check_parse_tables(self) < 0 || check_reductions(self, start_state) < 0 ||
+        check_sequences(self) < 0 || check_run_tables(self) < 0 || check_row_tables(self) < 0 ||
+        check_lexer_tables(self) < 0)
+        goto fail;
     self->dense_stamp = PyMem_Calloc((size_t)self->num_masks + 1, sizeof(uint32_t));
     Map *maps[] = {PARSER_MAPS(self)};
     for (size_t i = 0; i < sizeof(maps) / sizeof(*maps); i++) {
@@ -1652,7 +1911,8 @@ static PyObject *fitting_rows(PyObject *module, PyObject *const *args, Py_ssize_
     PyObject *result = NULL;
     Py_ssize_t vocab = grown.len / 4, words = (vocab + 31) / 32;
     Py_ssize_t num_rows = words ? rows.len / 4 / words : 0;
-    if (grown.itemsize != 4 || rows.itemsize != 4 || !words || rows.len != num_rows * words * 4) {
+    if (grown.itemsize != 4 || rows.itemsize != 4 || !words || !num_rows ||
+        rows.len != num_rows * words * 4) {
         PyErr_SetString(PyExc_ValueError, "fitting_rows: expected int32 counts and [R, W] rows");
         goto done;
     }

@@ -3,7 +3,13 @@
 from array import array
 
 class Parser:
-    """The LALR parser, mask rows and lexer steps of one grammar index (not thread-safe)."""
+    """The LALR parser, mask rows and lexer steps of one grammar index (not thread-safe).
+
+    The constructor raises ValueError for tables that contradict one another (an id out
+    of its table, offsets out of order, a reduction past the stack's bottom, a malformed
+    emitted sequence); a call that meets what only running shows (a reduction loop, a
+    sequence appended wrong) raises ValueError, and so does every call after it.
+    """
 
     def __new__(
         cls,

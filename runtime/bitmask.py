@@ -24,7 +24,7 @@ from .kernels import apply_bitmask_inplace
 if TYPE_CHECKING:
     import torch
 
-    from .matcher import IndexTables
+    from .index_tables import IndexTables
 
 logger = logging.getLogger(__name__)
 

@@ -14,41 +14,27 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from fsmcompile.index.bits import unpack_row
 from fsmcompile.types import TokenId
 
 from ._native import write_row
 from .grammar_tables import Config, GrammarTables, grammar_tables_for
-from .matcher import _bitmask_view, _fill_device_row
+from .matcher import Matcher
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
-
     from fsmcompile.index.grammar_index import GrammarIndex
 
 __all__ = ["GrammarMatcher", "GrammarTables", "grammar_tables_for"]
 
 
-class GrammarMatcher:
-    """The decoding state of one request over one `GrammarIndex`.
+class GrammarMatcher(Matcher):
+    """The decoding state of one request over one `GrammarIndex` (what `Matcher(index)`
+    returns for one).
 
-    Same interface as the regex `Matcher`: `advance`, `advance_many`, `validate_tokens`,
-    `fill_bitmask`, `allowed_token_ids`, `is_accepting`, `is_complete`, `is_terminated`,
-    `rollback`, `reset`, `forced_bytes`, `forced_token_ids`. Not thread-safe: one matcher
+    Matchers of the same index share its `GrammarTables`. Not thread-safe: one matcher
     per request, driven by one thread.
     """
 
-    __slots__ = (
-        "_index",
-        "_tables",
-        "_configs",
-        "_fresh",
-        "_terminated",
-        "_history",
-        "_eos",
-        "_out",
-        "_out_view",
-    )
+    __slots__ = ("_index", "_tables", "_configs", "_fresh", "_terminated", "_eos")
 
     def __init__(self, index: GrammarIndex, *, tables: GrammarTables | None = None) -> None:
         """Start before the first byte of the text.
@@ -59,10 +45,8 @@ class GrammarMatcher:
         """
         self._index = index
         self._tables = tables if tables is not None else grammar_tables_for(index)
+        self._start(self._tables.num_words, self._tables.vocab_size)
         self._eos = self._tables.eos_token_ids
-        self._history: list[tuple[tuple[Config, ...], bool, bool]] = []
-        self._out: object = None
-        self._out_view: Any = None
         self._configs: tuple[Config, ...] = ((0, self._tables.start_lexer_state, 0, 0),)
         self._fresh = True
         self._terminated = False
@@ -105,40 +89,8 @@ class GrammarMatcher:
         self._fresh = False
         return True
 
-    def advance_many(self, token_ids: Iterable[TokenId]) -> int:
-        """Consume tokens in order, stopping at the first rejected one; returns the count."""
-        count = 0
-        for token_id in token_ids:
-            if not self.advance(token_id):
-                break
-            count += 1
-        return count
-
-    def validate_tokens(self, token_ids: Iterable[TokenId]) -> int:
-        """How many leading tokens of a draft would be accepted; the state is unchanged."""
-        count = self.advance_many(token_ids)
-        self.rollback(count)
-        return count
-
-    def rollback(self, num_tokens: int) -> None:
-        """Undo the last `num_tokens` accepted tokens (EOS included).
-
-        Raises:
-            ValueError: `num_tokens` is negative or more than were accepted since reset.
-        """
-        if not 0 <= num_tokens <= len(self._history):
-            raise ValueError(
-                f"cannot roll back {num_tokens} tokens: expected 0..{len(self._history)}"
-            )
-        if num_tokens:
-            self._configs, self._fresh, self._terminated = self._history[-num_tokens]
-            del self._history[-num_tokens:]
-
-    def reset(self) -> None:
-        """Back to the start with an empty history."""
-        if self._history:
-            self._configs, self._fresh, self._terminated = self._history[0]
-            self._history.clear()
+    def _restore(self, entry: tuple[tuple[Config, ...], bool, bool]) -> None:
+        self._configs, self._fresh, self._terminated = entry
 
     def is_terminated(self) -> bool:
         """Whether EOS has been accepted."""
@@ -160,31 +112,13 @@ class GrammarMatcher:
             return self._tables.eos_row
         return self._tables.set_row(self._configs, self._fresh)
 
-    def fill_bitmask(self, out: Any, row: int = 0) -> None:
-        """Write the allowed tokens for the next step into one row of a bitmask.
-
-        Args:
-            out: int32[W'] or int32[B, W'] numpy array or torch tensor, W' >= ceil(V/32).
-            row: the row of a 2-D `out` to write.
-
-        Raises:
-            TypeError: `out` is not an int32 numpy array or torch tensor.
-            ValueError: `out` is too narrow or `row` is out of range.
-        """
-        if out is not self._out:
-            self._out_view = _bitmask_view(out, self._tables.num_words)
-            self._out = out
-        view = self._out_view
-        if not isinstance(view, memoryview):  # a device tensor
-            _fill_device_row(view, row, self._row())
-        elif self._terminated:
-            write_row(view, row, self._tables.eos_row)
+    def _write_host_row(self, bitmask: Any, row: int) -> None:
+        # One unconstrained configuration (most tokens) is looked up, computed if new and
+        # copied in one C call (`GrammarTables.write_row`).
+        if self._terminated:
+            write_row(bitmask, row, self._tables.eos_row)
         else:
-            self._tables.write_row(view, row, self._configs, self._fresh)
-
-    def allowed_token_ids(self) -> npt.NDArray[np.int64]:
-        """Sorted ids allowed at the next step (EOS included where complete). O(V)."""
-        return np.flatnonzero(unpack_row(self._row(), self._tables.vocab_size)).astype(np.int64)
+            self._tables.write_row(bitmask, row, self._configs, self._fresh)
 
     def forced_bytes(self) -> bytes:
         """The text every continuation from here must start with (b"" if none)."""

@@ -9,16 +9,77 @@ pairs, and the index's token groups sorted into runs in path order (`entry_runs`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
+from fsmcompile.errors import ArtifactCorruptError
+
 from ._native import Parser
 
 if TYPE_CHECKING:
+    from array import array
+
     from fsmcompile.index.grammar_index import GrammarIndex
     from fsmcompile.index.grammar_walk import SequenceTable
+
+
+PARSER_BUFFERS = (
+    "action",
+    "goto",
+    "rule_lhs",
+    "rule_len",
+    "context_of_state",
+    "ctxset_start",
+    "ctxset_context",
+    "ignored",
+    "dead",
+    "xset_free",
+    "xset_start",
+    "pair_terminal",
+    "pair_ctx_start",
+    "pair_any",
+    "pair_context",
+    "origin_run",
+    "run_seq",
+    "run_xset",
+    "run_skip",
+    "run_start",
+    "run_groups",
+    "group_dense",
+    "group_token_start",
+    "group_tokens",
+    "masks",
+    "label",
+    "state_kill",
+    "kill_masks",
+    "restart",
+    "context_start",
+    "next_ctx_start",
+    "next_ctx",
+    "eos_row",
+    "text_bytes",
+    "text_start",
+    "moves",
+    "move_starts",
+    "class_of_byte",
+    "char_bound",
+    "state_xset",
+)
+"""The flat arrays `_native.Parser` takes, in its order (the `B_*` enum of `_native.c`)."""
+
+ParserArguments = tuple[
+    tuple[npt.NDArray[Any], ...],
+    tuple["array[int]", "array[int]", "array[int]"],
+    int,
+    int,
+    int,
+    int,
+    int,
+    int,
+]
+"""`_native.Parser`'s positional arguments (see `parser_arguments`)."""
 
 
 def parser_for(
@@ -29,7 +90,31 @@ def parser_for(
 ) -> Parser:
     """The C parser of `index`, reading `sequences` (which the runtime extends) for the
     emitted sequences, and making mask rows of `num_words` int32 words (`eos_row` where
-    the text may end)."""
+    the text may end).
+
+    Raises:
+        ArtifactCorruptError: the index's tables contradict one another (an id out of its
+            table, an offset out of order, a reduction past the stack's bottom). The loader
+            checks artifacts first; the C parser checks again whatever it is handed, as
+            memory safety must not rest on every caller having checked.
+    """
+    try:
+        return Parser(*parser_arguments(index, sequences, num_words, eos_row))
+    except (ValueError, IndexError) as error:
+        raise ArtifactCorruptError(f"grammar index tables: {error}") from error
+
+
+def parser_arguments(
+    index: GrammarIndex,
+    sequences: SequenceTable,
+    num_words: int,
+    eos_row: npt.NDArray[np.int32],
+) -> ParserArguments:
+    """`_native.Parser`'s arguments for `index` (the tables in `PARSER_BUFFERS` order).
+
+    Raises:
+        ValueError, IndexError: tables whose shapes or ids disagree.
+    """
     table = index.table
     lexer = index.lexer
     num_terminals = len(index.terminal_names)
@@ -70,50 +155,50 @@ def parser_for(
     def u8(values: npt.ArrayLike) -> npt.NDArray[np.uint8]:
         return np.ascontiguousarray(values, dtype=np.uint8).reshape(-1)
 
-    buffers = (
-        i32(action),
-        i32(table.goto),
-        i32(table.rule_lhs),
-        i32(table.rule_len),
-        i32(table.context_of_state),
-        i64(index.ctxset_start),
-        i32(index.ctxset_context),
-        u8(ignored),
-        u8(dead),
-        u8(xset_free),
-        xset_start,
-        i32([t for t, _ in flat]),
-        pair_ctx_start,
-        u8([ctxs is None for _, ctxs in flat]),
-        i32([c for ctxs in pair_contexts for c in ctxs]),
-        i64(runs.origin_run),
-        i64(runs.seq),
-        i64(runs.xset),
-        i64(runs.skip),
-        i64(runs.start),
-        i32(runs.groups),
-        i32(index.group_dense),
-        i64(index.group_token_start),
-        i32(index.group_tokens),
-        i32(masks),
-        i32(lexer.label),
-        i32(index.state_kill),
-        i32(kill_masks),
-        i32(lexer.restart_context),
-        i32(context_start),
-        next_ctx_start,
-        i32([c for contexts in next_contexts for c in contexts]),
-        i32(eos_row),
-        np.frombuffer(text_bytes, dtype=np.uint8),
-        text_start,
-        i32(lexer.transitions),
-        u8(lexer.char_start),
-        i32(lexer.class_of_byte),
-        i32(lexer.char_bound),
-        i32(index.state_xset),
-    )
-    return Parser(
-        buffers,
+    buffers: dict[str, npt.NDArray[Any]] = {
+        "action": i32(action),
+        "goto": i32(table.goto),
+        "rule_lhs": i32(table.rule_lhs),
+        "rule_len": i32(table.rule_len),
+        "context_of_state": i32(table.context_of_state),
+        "ctxset_start": i64(index.ctxset_start),
+        "ctxset_context": i32(index.ctxset_context),
+        "ignored": u8(ignored),
+        "dead": u8(dead),
+        "xset_free": u8(xset_free),
+        "xset_start": xset_start,
+        "pair_terminal": i32([t for t, _ in flat]),
+        "pair_ctx_start": pair_ctx_start,
+        "pair_any": u8([ctxs is None for _, ctxs in flat]),
+        "pair_context": i32([c for ctxs in pair_contexts for c in ctxs]),
+        "origin_run": i64(runs.origin_run),
+        "run_seq": i64(runs.seq),
+        "run_xset": i64(runs.xset),
+        "run_skip": i64(runs.skip),
+        "run_start": i64(runs.start),
+        "run_groups": i32(runs.groups),
+        "group_dense": i32(index.group_dense),
+        "group_token_start": i64(index.group_token_start),
+        "group_tokens": i32(index.group_tokens),
+        "masks": i32(masks),
+        "label": i32(lexer.label),
+        "state_kill": i32(index.state_kill),
+        "kill_masks": i32(kill_masks),
+        "restart": i32(lexer.restart_context),
+        "context_start": i32(context_start),
+        "next_ctx_start": next_ctx_start,
+        "next_ctx": i32([c for contexts in next_contexts for c in contexts]),
+        "eos_row": i32(eos_row),
+        "text_bytes": np.frombuffer(text_bytes, dtype=np.uint8),
+        "text_start": text_start,
+        "moves": i32(lexer.transitions),
+        "move_starts": u8(lexer.char_start),
+        "class_of_byte": i32(lexer.class_of_byte),
+        "char_bound": i32(lexer.char_bound),
+        "state_xset": i32(index.state_xset),
+    }
+    return (
+        tuple(buffers[name] for name in PARSER_BUFFERS),
         (sequences.parent, sequences.terminal, sequences.context),
         num_symbols,
         int(table.goto.shape[1]),
@@ -191,9 +276,17 @@ def sequence_preorder(
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """(rank, end): each sequence's place in path order (a prefix first, then its
     extensions, siblings by (terminal, context)); the extensions of s hold the ranks
-    rank[s] + 1 up to end[s] - 1. A sequence's parent has a smaller id."""
+    rank[s] + 1 up to end[s] - 1.
+
+    Raises:
+        ValueError: a sequence's parent does not come before it (then the walks up the
+            parents below would not end).
+    """
     parent = parent.astype(np.int64)
     count = parent.shape[0]
+    ids = np.arange(count, dtype=np.int64)
+    if ((parent[1:] < 0) | (parent[1:] >= ids[1:])).any():
+        raise ValueError("a sequence's parent does not come before it")
     label = terminal.astype(np.int64) * (int(context.max(initial=0)) + 1) + context + 1
     label[:1] = 0
     depth = np.zeros(count, dtype=np.int64)

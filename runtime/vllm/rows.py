@@ -31,7 +31,7 @@ from fsmcompile.index.bits import bitmask_words
 
 from ..bitmask import DeviceMaskTable, MaskSegment
 from ..kernels import apply_bitmask_inplace
-from ..matcher import Matcher, TokenMatcher, matcher_for
+from ..matcher import DfaMatcher, TokenMatcher, matcher_for
 from .sources import resolve_index
 from .spec import RequestSpec
 
@@ -146,7 +146,7 @@ class GuidedRows:
                 row.marker_ids = tuple(vocabulary.encode(spec.start_after))
             except Exception:  # the byte match in _watch_marker still works
                 row.marker_ids = ()
-        if isinstance(matcher, Matcher):
+        if isinstance(matcher, DfaMatcher):
             row.segment = table.acquire(matcher.tables)
         else:
             row.dynamic = True
@@ -265,7 +265,7 @@ class GuidedRows:
             return DYNAMIC
         matcher = row.matcher
         segment = row.segment
-        assert isinstance(matcher, Matcher) and segment is not None  # static, not failed
+        assert isinstance(matcher, DfaMatcher) and segment is not None  # static, not failed
         state = matcher.state
         if state < 0:
             return DeviceMaskTable.EOS_ROW
