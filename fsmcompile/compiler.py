@@ -19,7 +19,7 @@ import numpy as np
 
 from fsmcompile import artifact
 from fsmcompile.artifact import AnyIndex
-from fsmcompile.automaton.budget import Budget
+from fsmcompile.automaton.budget import Budget, compile_deadline
 from fsmcompile.automaton.dfa import ByteDFA
 from fsmcompile.automaton.ir import Node, content_key, forget_digests
 from fsmcompile.collector import collector_paused
@@ -125,14 +125,15 @@ def _compile_uncached(
     max_states: int,
     progress: ProgressCallback | None,
 ) -> AnyIndex:
+    deadline = time.monotonic() + timeout_s
     try:
-        with collector_paused():
+        with collector_paused(), compile_deadline(deadline):
             return _compile_stages(
                 kind,
                 spec,
                 vocab,
                 options,
-                deadline=time.monotonic() + timeout_s,
+                deadline=deadline,
                 max_states=max_states,
                 progress=progress,
             )
