@@ -8,7 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from fsmcompile import artifact
-from fsmcompile.compiler import DEFAULT_MAX_STATES, DEFAULT_TIMEOUT_S, Kind, compile_spec
+from fsmcompile.compiler import (
+    DEFAULT_MAX_STATES,
+    DEFAULT_TIMEOUT_S,
+    MAX_STATES_LIMIT,
+    Kind,
+    check_budget,
+    compile_spec,
+)
 from fsmcompile.vocabulary import Vocabulary
 
 from ..output import EXIT_OK, EXIT_USAGE, Console, human_bytes
@@ -20,6 +27,30 @@ _KIND_BY_SUFFIX: dict[str, Kind] = {
     ".re": "regex",
     ".txt": "regex",
 }
+
+
+def _seconds(text: str) -> float:
+    """--timeout: finite positive seconds (`nan` or `inf` would switch the budget off)."""
+    try:
+        value = float(text)
+        check_budget(value, DEFAULT_MAX_STATES)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a finite number of seconds > 0, got {text!r}"
+        ) from None
+    return value
+
+
+def _state_count(text: str) -> int:
+    """--max-states: a positive state count."""
+    try:
+        value = int(text)
+        check_budget(DEFAULT_TIMEOUT_S, value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a state count in 1..{MAX_STATES_LIMIT}, got {text!r}"
+        ) from None
+    return value
 
 
 def add_common(parser: argparse.ArgumentParser) -> None:
@@ -38,14 +69,14 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=_seconds,
         default=DEFAULT_TIMEOUT_S,
         metavar="SECONDS",
         help=f"compile time budget (default {DEFAULT_TIMEOUT_S:g})",
     )
     parser.add_argument(
         "--max-states",
-        type=int,
+        type=_state_count,
         default=DEFAULT_MAX_STATES,
         help=f"automaton size budget (default {DEFAULT_MAX_STATES})",
     )

@@ -113,6 +113,7 @@ def check_time_left(needed_s: float, what: str) -> None:
     estimated from the input's size before they start."""
     running = _DEADLINE.get()
     if running is not None and time.monotonic() + needed_s > running[0]:
+        check_deadline(what)  # past already: say so, not what is left
         raise BudgetExceededError(
             f"compile would time out {what} (about {needed_s:.1f} s of work, past the "
             "deadline); raise timeout_s or shorten the spec",

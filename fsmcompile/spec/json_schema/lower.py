@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Hashable
 from typing import Any
 
+from fsmcompile.automaton.budget import check_deadline
 from fsmcompile.automaton.ir import NOTHING, And, Node, Ref, alt, content_key, literal, without
 from fsmcompile.automaton.rules import prune_rules
 from fsmcompile.errors import BudgetExceededError, SchemaError, UnsupportedFeatureError
@@ -497,6 +498,7 @@ def _empty(node: Node) -> bool:
     try:
         build_dfa(node, max_states=5_000, deadline=time.monotonic() + 0.5)
     except BudgetExceededError:
+        check_deadline("proving schemas disjoint")  # the compile's own budget, if spent
         return False
     except SpecError:
         return True
