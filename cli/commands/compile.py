@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,28 +30,31 @@ _KIND_BY_SUFFIX: dict[str, Kind] = {
 }
 
 
-def _seconds(text: str) -> float:
-    """--timeout: finite positive seconds (`nan` or `inf` would switch the budget off)."""
-    try:
-        value = float(text)
-        check_budget(value, DEFAULT_MAX_STATES)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a finite number of seconds > 0, got {text!r}"
-        ) from None
-    return value
+def _checked(
+    convert: Callable[[str], Any], check: Callable[[Any], None], expected: str
+) -> Callable[[str], Any]:
+    """An argparse type: `convert`, then `check` (`check_budget`: `nan` or `inf` seconds
+    would switch the time budget off); a ValueError is a usage error."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = convert(text)
+            check(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+        return value
+
+    return parse
 
 
-def _state_count(text: str) -> int:
-    """--max-states: a positive state count."""
-    try:
-        value = int(text)
-        check_budget(DEFAULT_TIMEOUT_S, value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a state count in 1..{MAX_STATES_LIMIT}, got {text!r}"
-        ) from None
-    return value
+_seconds = _checked(
+    float, lambda value: check_budget(value, DEFAULT_MAX_STATES), "finite seconds > 0"
+)
+_state_count = _checked(
+    int,
+    lambda value: check_budget(DEFAULT_TIMEOUT_S, value),
+    f"a state count in 1..{MAX_STATES_LIMIT}",
+)
 
 
 def add_common(parser: argparse.ArgumentParser) -> None:
