@@ -107,6 +107,12 @@ def compile_deadline(deadline: float | None) -> Iterator[None]:
         _DEADLINE.reset(token)
 
 
+def seconds_left() -> float | None:
+    """Seconds until the running compile's deadline (`compile_deadline`), None if none."""
+    running = _DEADLINE.get()
+    return None if running is None else running[0] - time.monotonic()
+
+
 def check_time_left(needed_s: float, what: str) -> None:
     """Raise now if the running compile's deadline leaves less than `needed_s`: for steps
     that cannot be interrupted once begun (another library's parser), whose cost is

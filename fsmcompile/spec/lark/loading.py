@@ -12,10 +12,12 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from fsmcompile.automaton.budget import check_deadline, seconds_left
 from fsmcompile.automaton.dfa import ByteDFA
 from fsmcompile.automaton.ir import Node
 from fsmcompile.errors import GrammarError, SpecError, UnsupportedFeatureError
@@ -110,6 +112,21 @@ def _translate(exc: Exception, text: str) -> SpecError:
 
 
 _LARK_LOCK = threading.Lock()
+
+
+@contextmanager
+def _lark_turn() -> Iterator[None]:
+    """Hold `_LARK_LOCK`, waiting for it no longer than the compile's deadline allows:
+    another thread's grammar may hold it for the whole of its own budget."""
+    while True:
+        left = seconds_left()
+        if _LARK_LOCK.acquire(timeout=-1 if left is None else max(left, 0.0)):
+            break
+        check_deadline("waiting for another grammar's analysis")
+    try:
+        yield
+    finally:
+        _LARK_LOCK.release()
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,7 +264,7 @@ def _lark(text: str, start: str, strict: bool, max_states: int | None) -> Any:
 
     check_text_size(text)
     try:
-        with _LARK_LOCK:
+        with _lark_turn():
             # Outside strict mode lark only logs terminal collisions (through its own
             # stderr handler), and its interegular check is half the load time of a
             # keyword-heavy grammar; the lexer automaton reproduces lark's resolution
