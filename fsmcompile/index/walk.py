@@ -148,6 +148,24 @@ def _int64(values: npt.NDArray[np.integer]) -> npt.NDArray[np.int64]:
     return np.ascontiguousarray(values, dtype=np.int64)
 
 
+MAX_UNPACKED_BYTES = 4 << 30
+"""Most bytes the signatures x origins matrix of `origin_token_masks` may take unpacked
+(one byte a bit, held twice while transposed): past it, allocation outruns every
+deadline check and most of the machine's memory."""
+
+
+def _check_unpacked_size(signatures: int, columns: int) -> None:
+    size = 2 * signatures * columns
+    if size > MAX_UNPACKED_BYTES:
+        raise BudgetExceededError(
+            f"collecting token masks would unpack {size / 2**30:.1f} GiB ({signatures:,} "
+            f"token signatures x {columns:,} automaton state groups; at most "
+            f"{MAX_UNPACKED_BYTES >> 30} GiB): simplify the spec or lower max_states",
+            limit="walk_bytes",
+            value=float(size),
+        )
+
+
 def origin_token_masks(
     rows: npt.NDArray[np.uint64],
     trie: TokenTrie,
@@ -178,6 +196,7 @@ def origin_token_masks(
     sig_first, token_sig = unique_wide_rows(np.ascontiguousarray(rows))
     check_deadline("collecting token masks")
     origin_words = (num_origins + 63) // 64
+    _check_unpacked_size(sig_first.shape[0], num_origins + num_virtual)
     sig_rows = np.ascontiguousarray(rows[sig_first, :origin_words]).view(np.uint8)
     sig_bits = np.unpackbits(sig_rows, axis=1, count=num_origins, bitorder="little")
     columns = np.ascontiguousarray(sig_bits.T)  # uint8[R, S]: the signatures each origin allows

@@ -273,3 +273,15 @@ def test_waiting_for_lark_counts_against_the_budget(gpt2: Vocabulary) -> None:
         assert caught.value.limit == "timeout_s"
     finally:
         loading._LARK_LOCK.release()
+
+
+def test_mask_collection_refuses_an_unpacked_matrix_past_its_bound(
+    gpt2: Vocabulary, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The signatures x origins matrix is sized before numpy allocates it."""
+    from fsmcompile.index import walk
+
+    monkeypatch.setattr(walk, "MAX_UNPACKED_BYTES", 8)
+    with pytest.raises(BudgetExceededError) as caught:
+        compile_regex("[a-z]{1,12}(-[0-9]{1,6})?", gpt2, cache=False)
+    assert caught.value.limit == "walk_bytes"
