@@ -204,6 +204,16 @@ def test_enum_values_kept_in_order_without_duplicates() -> None:
     assert order == ['"b"', '"a"', '"c"']
 
 
+def test_enum_value_refused_by_its_schema_does_not_hide_an_equal_one() -> None:
+    """draft-04 refuses 1.0 as an integer; the later 1 is still kept."""
+    schema = {
+        "$schema": "http://json-schema.org/draft-04/schema#",
+        "type": "integer",
+        "enum": [1.0, 1],
+    }
+    assert _lowered_texts(schema, ["1", "2"]) == [True, False]
+
+
 def test_enum_with_other_keywords_still_validated() -> None:
     """Values are checked against the rest of their schema (the enum itself aside)."""
     schema = {"type": "string", "minLength": 2, "enum": ["a", "bb", 5, "ccc"]}

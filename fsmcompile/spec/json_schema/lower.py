@@ -408,12 +408,14 @@ class Lowerer:
             key = json_key(value)
             if key in seen or atom_of(value) not in atoms:
                 continue
-            seen.add(key)
             # `values` come from every part's enum/const (`enum_values`), so those hold.
             if any(not self.checker.is_valid(value, p, apart_from_values=True) for p in conj.parts):
                 continue
             if any(not self.checker.is_valid(value, n, negate=True) for n in conj.negations):
                 continue
+            # Only kept values stand for their equals: draft-04 refuses 1.0 as an integer
+            # but keeps a later 1.
+            seen.add(key)
             kept.append(value)
             texts.append(value_ir(value, self.syntax))
         if not kept:
