@@ -23,9 +23,10 @@ the default 200,000, about a gigabyte and 20 s of lark's analysis (measured: a r
 LARK_SECONDS_PER_CELL = 2e-6
 """The time lark's analysis takes per cell at the least (2.3-2.7 us measured, 3-4 with
 the tables read from it), so a grammar is refused only when it cannot finish in time."""
-LARK_SECONDS_PER_CHAR = 5e-6
+LARK_SECONDS_PER_CHAR = 1e-5
 """The least time lark takes to read and compile a grammar's text per character, before
-the analysis (12-55 us measured), for refusing a text it could not read in time."""
+the analysis (12-55 us measured; 30 for a rule of 5,000 keywords), for refusing a text it
+could not read in time."""
 NATIVE_SECONDS_PER_CELL = 1e-7
 """The same for the C steps of the generated grammars' analysis (`lalr.py`): 0.7 us a
 cell where every state reads every terminal (a rule of 1,000 keywords), far less on the
