@@ -98,8 +98,8 @@ def test_loaded_grammar_keeps_none_of_lark_objects(monkeypatch: pytest.MonkeyPat
     built: list[weakref.ref[object]] = []
     real = loading._lark
 
-    def spy(text: str, start: str, strict: bool) -> object:
-        result = real(text, start, strict)
+    def spy(text: str, start: str, strict: bool, max_states: int | None) -> object:
+        result = real(text, start, strict, max_states)
         built.append(weakref.ref(result))
         return result
 

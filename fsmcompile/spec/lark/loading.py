@@ -191,7 +191,7 @@ def _frozen(analysis: _Analysis) -> _Analysis:
     return analysis
 
 
-def _analyse(text: str, start: str, strict: bool, max_states: int | None) -> _Analysis:
+def _analyse(text: str, start: str, strict: bool, max_states: int | None = None) -> _Analysis:
     built = _lark(text, start, strict, max_states)
     _check_productive(list(built.rules), start, text)
     parser = built.parser
