@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
+import math
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -19,7 +20,7 @@ import numpy as np
 
 from fsmcompile import artifact
 from fsmcompile.artifact import AnyIndex
-from fsmcompile.automaton.budget import Budget
+from fsmcompile.automaton.budget import Budget, compile_deadline
 from fsmcompile.automaton.dfa import ByteDFA
 from fsmcompile.automaton.ir import Node, content_key, forget_digests
 from fsmcompile.collector import collector_paused
@@ -125,14 +126,15 @@ def _compile_uncached(
     max_states: int,
     progress: ProgressCallback | None,
 ) -> AnyIndex:
+    deadline = time.monotonic() + timeout_s
     try:
-        with collector_paused():
+        with collector_paused(), compile_deadline(deadline):
             return _compile_stages(
                 kind,
                 spec,
                 vocab,
                 options,
-                deadline=time.monotonic() + timeout_s,
+                deadline=deadline,
                 max_states=max_states,
                 progress=progress,
             )
@@ -270,6 +272,30 @@ def build_machine(
     )
 
 
+MAX_STATES_LIMIT = 2**31 - 1
+"""The largest `max_states` accepted: automaton states are int32 ids."""
+
+
+def check_budget(timeout_s: float, max_states: int) -> None:
+    """Refuse budget arguments that would switch a budget off or make it meaningless:
+    every check compares against them, and `now > now + nan` is never true.
+
+    Raises:
+        TypeError: `timeout_s` is not a real number or `max_states` not an int
+            (booleans are neither).
+        ValueError: `timeout_s` is not finite and positive, or `max_states` is not in
+            1..2**31-1.
+    """
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float):
+        raise TypeError(f"timeout_s must be a number of seconds, not {type(timeout_s).__name__}")
+    if not (math.isfinite(timeout_s) and timeout_s > 0):
+        raise ValueError(f"timeout_s must be finite and positive, not {timeout_s!r}")
+    if isinstance(max_states, bool) or not isinstance(max_states, int):
+        raise TypeError(f"max_states must be an int, not {type(max_states).__name__}")
+    if not 0 < max_states <= MAX_STATES_LIMIT:
+        raise ValueError(f"max_states must be in 1..{MAX_STATES_LIMIT}, not {max_states}")
+
+
 def compile_spec(
     kind: Kind,
     spec: Any,
@@ -286,8 +312,8 @@ def compile_spec(
     Args:
         kind: 'regex', 'json' or 'lark'.
         options: kind-specific options; part of the cache key.
-        timeout_s: wall-clock budget for the compile.
-        max_states: largest automaton allowed.
+        timeout_s: wall-clock budget for the compile, seconds (finite, > 0).
+        max_states: largest automaton allowed (1..2**31-1).
         cache: True for the default cache (memory + disk, + Redis when
             FSMCOMPILE_REDIS_URL is set), False/None for none, a Redis URL, or a
             `TieredCache`.
@@ -297,9 +323,11 @@ def compile_spec(
         SpecError: the spec is invalid or unsupported (subclasses say which).
         BudgetExceededError: the compile ran past `timeout_s` or `max_states`, or the
             spec nests deeper than the recursion limit (limit="nesting").
+        ValueError, TypeError: `timeout_s` or `max_states` out of range (`check_budget`).
     """
     from fsmcompile.default_cache import resolve_cache
 
+    check_budget(timeout_s, max_states)
     opts = dict(options or {})
     key = index_cache_key(kind, spec, vocab, opts)
     started = time.perf_counter()

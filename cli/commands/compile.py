@@ -5,11 +5,19 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from fsmcompile import artifact
-from fsmcompile.compiler import DEFAULT_MAX_STATES, DEFAULT_TIMEOUT_S, Kind, compile_spec
+from fsmcompile.compiler import (
+    DEFAULT_MAX_STATES,
+    DEFAULT_TIMEOUT_S,
+    MAX_STATES_LIMIT,
+    Kind,
+    check_budget,
+    compile_spec,
+)
 from fsmcompile.errors import SpecEncodingError
 from fsmcompile.vocabulary import Vocabulary
 
@@ -22,6 +30,33 @@ _KIND_BY_SUFFIX: dict[str, Kind] = {
     ".re": "regex",
     ".txt": "regex",
 }
+
+
+def _checked(
+    convert: Callable[[str], Any], check: Callable[[Any], None], expected: str
+) -> Callable[[str], Any]:
+    """An argparse type: `convert`, then `check` (`check_budget`: `nan` or `inf` seconds
+    would switch the time budget off); a ValueError is a usage error."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = convert(text)
+            check(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+        return value
+
+    return parse
+
+
+_seconds = _checked(
+    float, lambda value: check_budget(value, DEFAULT_MAX_STATES), "finite seconds > 0"
+)
+_state_count = _checked(
+    int,
+    lambda value: check_budget(DEFAULT_TIMEOUT_S, value),
+    f"a state count in 1..{MAX_STATES_LIMIT}",
+)
 
 
 def add_common(parser: argparse.ArgumentParser) -> None:
@@ -40,14 +75,14 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=_seconds,
         default=DEFAULT_TIMEOUT_S,
         metavar="SECONDS",
         help=f"compile time budget (default {DEFAULT_TIMEOUT_S:g})",
     )
     parser.add_argument(
         "--max-states",
-        type=int,
+        type=_state_count,
         default=DEFAULT_MAX_STATES,
         help=f"automaton size budget (default {DEFAULT_MAX_STATES})",
     )

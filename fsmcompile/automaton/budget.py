@@ -11,6 +11,9 @@ is made for it.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from fsmcompile.errors import BudgetExceededError
 
@@ -85,3 +88,54 @@ class Budget:
         if self._ticks >= _TICK_EVERY:
             self._ticks = 0
             self.check_time()
+
+
+_DEADLINE: ContextVar[tuple[float, float] | None] = ContextVar("fsmcompile_deadline", default=None)
+"""The running compile's deadline, for stages that take no budget argument: tree walks
+(`walk.fold`, `ir.content_key`) and the regex parser run inside every stage, and
+threading a deadline through each of their callers would touch most of the compiler."""
+
+
+@contextmanager
+def compile_deadline(deadline: float | None) -> Iterator[None]:
+    """Make `deadline` (a `time.monotonic()` value) the one `check_deadline` reads, in
+    this thread or task, for the duration of the block."""
+    token = _DEADLINE.set(None if deadline is None else (deadline, time.monotonic()))
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def seconds_left() -> float | None:
+    """Seconds until the running compile's deadline (`compile_deadline`), None if none."""
+    running = _DEADLINE.get()
+    return None if running is None else running[0] - time.monotonic()
+
+
+def check_time_left(needed_s: float, what: str) -> None:
+    """Raise now if the running compile's deadline leaves less than `needed_s`: for steps
+    that cannot be interrupted once begun (another library's parser), whose cost is
+    estimated from the input's size before they start."""
+    running = _DEADLINE.get()
+    if running is not None and time.monotonic() + needed_s > running[0]:
+        check_deadline(what)  # past already: say so, not what is left
+        raise BudgetExceededError(
+            f"compile would time out {what} (about {needed_s:.1f} s of work, past the "
+            "deadline); raise timeout_s or shorten the spec",
+            limit="timeout_s",
+            value=time.monotonic() - running[1],
+        )
+
+
+def check_deadline(what: str) -> None:
+    """Raise once the running compile's deadline (`compile_deadline`) has passed; `value`
+    is the seconds spent since the block began. Callers check every few thousand steps,
+    so the clock read costs nothing measurable."""
+    running = _DEADLINE.get()
+    if running is not None and time.monotonic() > running[0]:
+        raise BudgetExceededError(
+            f"compile timed out while {what}; raise timeout_s or simplify the spec",
+            limit="timeout_s",
+            value=time.monotonic() - running[1],
+        )

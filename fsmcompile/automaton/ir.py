@@ -12,6 +12,8 @@ import hashlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from fsmcompile.automaton.budget import check_deadline
+
 MAX_CODE_POINT = 0x10FFFF
 
 
@@ -194,6 +196,10 @@ def forget_digests() -> None:
     _DIGESTS.clear()
 
 
+_STEPS_PER_CHECK = 4096
+"""`content_key` steps between deadline checks: a million-node tree takes seconds."""
+
+
 def content_key(root: Node) -> bytes:
     """A 16-byte digest of the language tree's content, equal for equal trees.
 
@@ -217,7 +223,11 @@ def content_key(root: Node) -> bytes:
         return found
 
     stack: list[tuple[Node, bool]] = [(root, False)]
+    steps = 0
     while stack:
+        steps += 1
+        if steps % _STEPS_PER_CHECK == 0:
+            check_deadline("hashing the spec's tree")
         node, ready = stack.pop()
         if digest_of(node) is not None:
             continue

@@ -12,6 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable, Generator, Hashable, Sequence
 from typing import Any, TypeVar
 
+from fsmcompile.automaton.budget import check_deadline
+
+STEPS_PER_CHECK = 4096
+"""Walk steps between deadline checks (`check_deadline`): a few ms of work at most."""
+
 Item = TypeVar("Item")
 Result = TypeVar("Result")
 
@@ -36,7 +41,11 @@ def fold(
     if found in memo:
         return memo[found]
     stack: list[tuple[Item, bool]] = [(root, False)]
+    steps = 0
     while stack:
+        steps += 1
+        if steps % STEPS_PER_CHECK == 0:
+            check_deadline("walking the spec's tree")
         item, ready = stack.pop()
         found = key(item)
         if found in memo:

@@ -18,6 +18,7 @@ from typing import cast
 import numpy as np
 import numpy.typing as npt
 
+from fsmcompile.automaton.budget import check_deadline
 from fsmcompile.automaton.dfa import ByteDFA
 from fsmcompile.errors import BudgetExceededError
 from fsmcompile.index import _live_walk
@@ -147,6 +148,24 @@ def _int64(values: npt.NDArray[np.integer]) -> npt.NDArray[np.int64]:
     return np.ascontiguousarray(values, dtype=np.int64)
 
 
+MAX_UNPACKED_BYTES = 4 << 30
+"""Most bytes the signatures x origins matrix of `origin_token_masks` may take unpacked
+(one byte a bit, held twice while transposed): past it, allocation outruns every
+deadline check and most of the machine's memory."""
+
+
+def _check_unpacked_size(signatures: int, columns: int) -> None:
+    size = 2 * signatures * columns
+    if size > MAX_UNPACKED_BYTES:
+        raise BudgetExceededError(
+            f"collecting token masks would unpack {size / 2**30:.1f} GiB ({signatures:,} "
+            f"token signatures x {columns:,} automaton state groups; at most "
+            f"{MAX_UNPACKED_BYTES >> 30} GiB): simplify the spec or lower max_states",
+            limit="walk_bytes",
+            value=float(size),
+        )
+
+
 def origin_token_masks(
     rows: npt.NDArray[np.uint64],
     trie: TokenTrie,
@@ -172,11 +191,16 @@ def origin_token_masks(
     share a mask. Both are few, so the V x R bit transpose shrinks to one gather of
     M x V bytes and a contiguous pack.
     """
+    # Each step is one vectorized pass of up to a second on a large automaton: the
+    # compile's deadline is checked between them.
     sig_first, token_sig = unique_wide_rows(np.ascontiguousarray(rows))
+    check_deadline("collecting token masks")
     origin_words = (num_origins + 63) // 64
+    _check_unpacked_size(sig_first.shape[0], num_origins + num_virtual)
     sig_rows = np.ascontiguousarray(rows[sig_first, :origin_words]).view(np.uint8)
     sig_bits = np.unpackbits(sig_rows, axis=1, count=num_origins, bitorder="little")
     columns = np.ascontiguousarray(sig_bits.T)  # uint8[R, S]: the signatures each origin allows
+    check_deadline("collecting token masks")
     if extra_column is not None and num_virtual:
         virtual_rows = np.ascontiguousarray(rows[sig_first, origin_words:]).view(np.uint8)
         virtual_columns = np.unpackbits(
@@ -189,6 +213,7 @@ def origin_token_masks(
     padded = np.pad(column_words, ((0, 0), (0, pad)))
     column_rows = cast("npt.NDArray[np.uint64]", padded.view(np.uint64))
     rep_first, mask_of_origin = unique_wide_rows(column_rows)
+    check_deadline("collecting token masks")
     rep_bits = np.concatenate(  # an extra all-zero signature for ids that are not text
         [columns[rep_first], np.zeros((rep_first.shape[0], 1), dtype=np.uint8)], axis=1
     )

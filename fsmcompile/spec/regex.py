@@ -32,6 +32,7 @@ import warnings
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from fsmcompile.automaton.budget import check_deadline, check_time_left
 from fsmcompile.automaton.ir import (
     EMPTY,
     NOTHING,
@@ -78,6 +79,10 @@ _AFTER = {
 }
 """What may follow a match (in search mode, or a lookahead's body anywhere), by the kind
 of its end anchor."""
+_STEPS_PER_CHECK = 4096  # parsed items between deadline checks (a few ms)
+_RE_SECONDS_PER_CHAR = 2e-6
+"""The least time Python's `re.compile` takes per pattern character (2-10 us measured),
+for refusing, before it starts, a pattern it could not check within the deadline."""
 _WARNING_MARKS = ("[[", "--", "&&", "~~", "||", "(?P", "(?(")  # where `re` may warn
 _MAX_READINGS = 64
 """Most alternative item lists the groups around lookaheads may give one pattern."""
@@ -162,6 +167,9 @@ def _check_with_re(pattern: str) -> bool:
 
     Returns False when `re` ran out of stack: groups nested past `MAX_GROUP_DEPTH`,
     which our parser then reports where the limit is crossed."""
+    check_time_left(
+        len(pattern) * _RE_SECONDS_PER_CHAR, f"checking a regex of {len(pattern)} characters"
+    )
     try:
         if any(mark in pattern for mark in _WARNING_MARKS):
             with warnings.catch_warnings():
@@ -268,6 +276,13 @@ class _Parser:
         self.pos = 0
         self.flags = _Flags()
         self.depth = 0  # groups open around `pos`
+        self.steps = 0
+
+    def tick(self) -> None:
+        """Count one parsed item; every few thousand, check the compile's deadline."""
+        self.steps += 1
+        if self.steps % _STEPS_PER_CHECK == 0:
+            check_deadline("parsing the regex")
 
     # ---- errors and scanning ------------------------------------------------------
 
@@ -344,6 +359,7 @@ class _Parser:
         consumed = False  # whether an earlier item may have read a character
         end_anchor: int | None = None  # position of an end anchor already seen
         while True:
+            self.tick()
             self.skip_verbose()
             ch = self.peek()
             if ch is None or ch in "|)":
@@ -748,6 +764,7 @@ class _Parser:
             return CharSet(complement(ranges) if negated else ranges)
         first = True
         while True:
+            self.tick()
             ch = self.peek()
             if ch is None:
                 raise self.syntax_error("unterminated character set", start)

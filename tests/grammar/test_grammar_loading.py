@@ -98,8 +98,14 @@ def test_loaded_grammar_keeps_none_of_lark_objects(monkeypatch: pytest.MonkeyPat
     built: list[weakref.ref[object]] = []
     real = loading._lark
 
-    def spy(text: str, start: str, strict: bool, import_paths: tuple[str, ...]) -> object:
-        result = real(text, start, strict, import_paths)
+    def spy(
+        text: str,
+        start: str,
+        strict: bool,
+        import_paths: tuple[str, ...],
+        max_states: int | None,
+    ) -> object:
+        result = real(text, start, strict, import_paths, max_states)
         built.append(weakref.ref(result))
         return result
 

@@ -21,7 +21,7 @@ from fsmcompile.spec.json_schema.negation import negate
 from fsmcompile.spec.json_schema.numbers import Bound, numeric_bounds
 from fsmcompile.spec.json_schema.refs import Location, escape_token, is_legacy
 from fsmcompile.spec.json_schema.unsupported import ALL_ATOMS, ANNOTATIONS, TYPE_ATOMS, Atom
-from fsmcompile.spec.json_schema.values import atom_of, json_equal
+from fsmcompile.spec.json_schema.values import atom_of, json_key
 
 if TYPE_CHECKING:
     from fsmcompile.spec.json_schema.lower import Lowerer
@@ -307,7 +307,8 @@ def enum_values(conj: Conjunction) -> list[Any] | None:
             if result is None:
                 result = values
             else:
-                result = [v for v in result if any(json_equal(v, w) for w in values)]
+                allowed = {json_key(w) for w in values}
+                result = [v for v in result if json_key(v) in allowed]
     return result
 
 
@@ -359,7 +360,7 @@ def provably_disjoint(
     if values_b is not None:
         values_b = [v for v in values_b if atom_of(v) in common]
     if values_a is not None and values_b is not None:
-        return not any(json_equal(x, y) for x in values_a for y in values_b)
+        return {json_key(x) for x in values_a}.isdisjoint(json_key(y) for y in values_b)
     if values_a == [] or values_b == []:
         return True
     for atom in common:

@@ -12,9 +12,11 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
+from collections.abc import Hashable
 from dataclasses import replace
 from typing import Any
 
+from fsmcompile.automaton.budget import check_deadline
 from fsmcompile.automaton.ir import NOTHING, And, Node, Ref, alt, content_key, literal, without
 from fsmcompile.automaton.rules import prune_rules
 from fsmcompile.errors import BudgetExceededError, SchemaError, UnsupportedFeatureError
@@ -55,10 +57,13 @@ from fsmcompile.spec.json_schema.unsupported import (
     raise_unsupported,
     unsupported_in,
 )
-from fsmcompile.spec.json_schema.values import atom_of, json_equal, value_depth, value_ir
+from fsmcompile.spec.json_schema.values import atom_of, json_key, value_depth, value_ir
 
 ANY_RULE = "any"
 """The rule of any JSON value (free-form values, `{}`, absent `additionalProperties`)."""
+
+_VALUES_PER_CHECK = 256
+"""enum/const values validated between deadline checks (a value takes microseconds)."""
 
 MAX_DISTRIBUTED = 64
 """Most alternatives `anyOf`/`oneOf` groups of one conjunction are multiplied out to;
@@ -139,6 +144,16 @@ class Lowerer:
         self._decoded: dict[str, Node | None] = {}
         self._disjoint: dict[tuple[str, str], bool] = {}
 
+    def check_deadline(self) -> None:
+        """Raise once the time budget has passed (every stage of lowering calls this)."""
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise BudgetExceededError(
+                "lowering the schema ran past its time budget; raise timeout_s or simplify "
+                "the schema (many nested anyOf/oneOf multiply out, long enums)",
+                limit="timeout_s",
+                value=self.deadline,
+            )
+
     # -- reporting ---------------------------------------------------------------
 
     def report(self, loc: Location | str, keyword: str, reason: str) -> None:
@@ -210,13 +225,7 @@ class Lowerer:
 
     def lower_all(self, locs: list[Location]) -> Lowered:
         """Lower the conjunction of `locs` (a property value, an item, the root)."""
-        if self.deadline is not None and time.monotonic() > self.deadline:
-            raise BudgetExceededError(
-                "lowering the schema ran past its time budget; raise timeout_s or simplify "
-                "the schema (many nested anyOf/oneOf multiply out)",
-                limit="timeout_s",
-                value=self.deadline,
-            )
+        self.check_deadline()
         conj = collect(self, locs)
         if any(self._active[part.key] for part in conj.parts):
             return Lowered(Ref(self._rule_for(conj)), 0, unbounded=True)
@@ -398,21 +407,27 @@ class Lowerer:
         """enum/const: every listed value that the whole conjunction accepts, validated
         by jsonschema itself, so even keywords we cannot lower hold exactly."""
         kept: list[Any] = []
-        for value in values:
-            if atom_of(value) not in atoms:
+        texts: list[Node] = []
+        seen: set[Hashable] = set()
+        for count, value in enumerate(values):
+            if count % _VALUES_PER_CHECK == 0:
+                self.check_deadline()
+            key = json_key(value)
+            if key in seen or atom_of(value) not in atoms:
                 continue
-            if any(not self.checker.is_valid(value, p) for p in conj.parts):
+            # `values` come from every part's enum/const (`enum_values`), so those hold.
+            if any(not self.checker.is_valid(value, p, apart_from_values=True) for p in conj.parts):
                 continue
             if any(not self.checker.is_valid(value, n, negate=True) for n in conj.negations):
                 continue
-            if any(json_equal(value, k) for k in kept):
-                continue
+            # Only kept values stand for their equals: draft-04 refuses 1.0 as an integer
+            # but keeps a later 1.
+            seen.add(key)
             kept.append(value)
+            texts.append(value_ir(value, self.syntax))
         if not kept:
             return NOTHING_LOWERED
-        return Lowered(
-            alt(*(value_ir(v, self.syntax) for v in kept)), max(value_depth(v) for v in kept)
-        )
+        return Lowered(alt(*texts), max(value_depth(v) for v in kept))
 
     def _apply_negation(
         self, conj: Conjunction, neg: Location, atoms: frozenset[Atom]
@@ -492,6 +507,7 @@ def _empty(node: Node) -> bool:
     try:
         build_dfa(node, max_states=5_000, deadline=time.monotonic() + 0.5)
     except BudgetExceededError:
+        check_deadline("proving schemas disjoint")  # the compile's own budget, if spent
         return False
     except SpecError:
         return True

@@ -8,6 +8,7 @@ same value, since JSON Schema compares numbers mathematically.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import Any
 
 from fsmcompile.automaton.ir import NOTHING, Node, literal, seq
@@ -47,6 +48,30 @@ def json_equal(a: Any, b: Any) -> bool:
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
     return type(a) is type(b) and bool(a == b)
+
+
+def json_key(value: Any) -> Hashable:
+    """A hashable key with `json_key(a) == json_key(b)` exactly when `json_equal(a, b)`:
+    numbers by exact decimal value (`1`, `1.0` and `1e0` share one; Decimal hashes
+    follow numeric equality), booleans apart from numbers, objects regardless of key
+    order. Deduplicating or intersecting `enum` lists by key takes linear time where
+    pairwise `json_equal` took quadratic (10,000 values: minutes). NaN equals nothing,
+    not even itself, so each NaN gets a new key."""
+    if value is None:
+        return ("null",)
+    if isinstance(value, bool):
+        return ("boolean", value)
+    if isinstance(value, int | float):
+        if value != value:
+            return ("number", object())
+        return ("number", to_decimal(value) if _finite(value) else value)
+    if isinstance(value, str):
+        return ("string", value)
+    if isinstance(value, list):
+        return ("array", tuple(json_key(v) for v in value))
+    if isinstance(value, dict):
+        return ("object", frozenset((k, json_key(v)) for k, v in value.items()))
+    return ("other", type(value), value)
 
 
 def _finite(x: int | float) -> bool:

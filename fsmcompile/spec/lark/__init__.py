@@ -6,7 +6,6 @@ imported only when a grammar is loaded, so the runtime can use the data types wi
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -26,11 +25,13 @@ __all__ = [
 ]
 
 
-def load_lark_grammar(text: str, options: Mapping[str, Any] | None = None) -> LarkGrammar:
+def load_lark_grammar(
+    text: str, options: Mapping[str, Any] | None = None, *, max_states: int | None = None
+) -> LarkGrammar:
     """Analyse a grammar with lark (see `loading.load_lark_grammar` for the errors)."""
     from fsmcompile.spec.lark.loading import load_lark_grammar as load
 
-    return load(text, options)
+    return load(text, options, max_states=max_states)
 
 
 def compile_lark_index(
@@ -50,7 +51,8 @@ def compile_lark_index(
         spec: the grammar source.
         vocab: the tokenizer.
         options: `start` (start rule, default "start"), `strict` (lark's strict mode).
-        max_states: the largest lexer automaton allowed.
+        max_states: the largest lexer automaton allowed; also bounds lark's analysis
+            (`analysis_size.py`).
         deadline: `time.monotonic()` value past which the compile stops.
 
     Raises:
@@ -58,20 +60,18 @@ def compile_lark_index(
         UnsupportedFeatureError: constructs no token mask can follow exactly (listed).
         BudgetExceededError: `max_states` or `deadline` exceeded.
     """
-    from fsmcompile.errors import BudgetExceededError
+    from fsmcompile.automaton.budget import check_deadline, compile_deadline
     from fsmcompile.index.grammar_index import build_grammar_index
     from fsmcompile.spec.identity import spec_hash
 
     opts = dict(options or {})
-    grammar = load_lark_grammar(spec, opts)
-    if deadline is not None and time.monotonic() > deadline:
-        raise BudgetExceededError(
-            "compile timed out while loading the grammar", limit="timeout_s", value=0.0
+    with compile_deadline(deadline):
+        grammar = load_lark_grammar(spec, opts, max_states=max_states)
+        check_deadline("loading the grammar")
+        return build_grammar_index(
+            grammar,
+            vocab,
+            spec_hash=spec_hash("lark", spec, opts),
+            max_states=max_states,
+            deadline=deadline,
         )
-    return build_grammar_index(
-        grammar,
-        vocab,
-        spec_hash=spec_hash("lark", spec, opts),
-        max_states=max_states,
-        deadline=deadline,
-    )

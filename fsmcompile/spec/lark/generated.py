@@ -21,6 +21,11 @@ from collections.abc import Callable
 from typing import Any
 
 from fsmcompile.errors import GrammarError
+from fsmcompile.spec.lark.analysis_size import (
+    NATIVE_SECONDS_PER_CELL,
+    analysis_cells,
+    check_analysis_size,
+)
 from fsmcompile.spec.lark.grammar import LexerContext, ParseTable
 from fsmcompile.spec.lark.lalr import lalr_states
 from fsmcompile.spec.lark.tables import tables_from_states
@@ -43,13 +48,16 @@ def analyse_generated(
             message, which `_merge_twins` reads) or rules lark refuses (defined twice,
             undefined).
         GrammarError: text that is not a generated grammar.
+        BudgetExceededError: the analysis could not finish before the deadline.
     """
     patterns, rule_trees = _read(text)
     rules = _used(_bnf(rule_trees), start)
+    used = {sym.name for rule in rules for sym in rule.expansion if sym.is_term}
+    cells = analysis_cells((len(rule.expansion) for rule in rules), len(used))
+    check_analysis_size(cells, max_states=None, seconds_per_cell=NATIVE_SECONDS_PER_CELL)
     # Strict: lark would settle a shift/reduce conflict by shifting, and the parser would
     # then refuse texts of the language (`<<>` of s: "<" | "<" s ">" | "<" r ">"; r: ">").
     table = lalr_states(rules, start)
-    used = {sym.name for rule in rules for sym in rule.expansion if sym.is_term}
     names = {name: i for i, name in enumerate(sorted(used))}
     terminals = tuple((name, patterns[name], f"/{patterns[name]}/", False) for name in names)
     order = lexer_order(list(names), {})

@@ -27,9 +27,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+from fsmcompile.automaton.budget import check_deadline
 from fsmcompile.spec.lark import _lalr
 
 __all__ = ["LalrStates", "lalr_states"]
+
+_STATES_PER_CHECK = 64
+"""States given their actions between deadline checks (a state may hold thousands)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +226,8 @@ def _actions(
     collisions: list[str] = []
     conflict: str | None = None
     for state in range(num_states):
+        if state % _STATES_PER_CHECK == 0:
+            check_deadline("building the parse table")
         actions = {
             names[trans_sym[t]]: shift[trans_target[t]]
             for t in range(trans_start[state], trans_start[state + 1])

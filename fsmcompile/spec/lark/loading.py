@@ -12,14 +12,22 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from fsmcompile.automaton.budget import check_deadline, seconds_left
 from fsmcompile.automaton.dfa import ByteDFA
 from fsmcompile.automaton.ir import Node
 from fsmcompile.errors import GrammarError, SpecError, UnsupportedFeatureError
 from fsmcompile.memo import StageMemo
+from fsmcompile.spec.lark.analysis_size import (
+    LARK_SECONDS_PER_CELL,
+    analysis_cells,
+    check_analysis_size,
+    check_text_size,
+)
 from fsmcompile.spec.lark.grammar import LarkGrammar, LexerContext, ParseTable, Terminal
 from fsmcompile.spec.lark.imports import (
     SOURCE_PATH,
@@ -116,6 +124,21 @@ def _translate(exc: Exception, text: str) -> SpecError:
 _LARK_LOCK = threading.Lock()
 
 
+@contextmanager
+def _lark_turn() -> Iterator[None]:
+    """Hold `_LARK_LOCK`, waiting for it no longer than the compile's deadline allows:
+    another thread's grammar may hold it for the whole of its own budget."""
+    while True:
+        left = seconds_left()
+        if _LARK_LOCK.acquire(timeout=-1 if left is None else max(left, 0.0)):
+            break
+        check_deadline("waiting for another grammar's analysis")
+    try:
+        yield
+    finally:
+        _LARK_LOCK.release()
+
+
 @dataclass(frozen=True, slots=True)
 class _Analysis:
     """What a grammar text's lark analysis is read for: its terminals (name, Python regex,
@@ -124,6 +147,9 @@ class _Analysis:
     terminals: tuple[tuple[str, str, str, bool], ...]
     contexts: tuple[LexerContext, ...]
     table: ParseTable
+    cells: int
+    """The analysis's size (`analysis_size.analysis_cells`): a memoized analysis is
+    still held to each call's `max_states`."""
 
 
 _analyses: StageMemo[tuple[str, str, bool, bool, tuple[str, ...]], _Analysis] = StageMemo(64)
@@ -134,17 +160,25 @@ the garbage collector for the life of the process, and every full collection wal
 
 
 def _analysis(
-    text: str, start: str, strict: bool, generated: bool, import_paths: tuple[str, ...]
+    text: str,
+    start: str,
+    strict: bool,
+    generated: bool,
+    import_paths: tuple[str, ...],
+    max_states: int | None,
 ) -> _Analysis:
-    """The analysis of `text` (written by `from_rules.py` when `generated`), memoized."""
-    return _analyses.get_or_make(
-        (text, start, strict, generated, import_paths),
-        lambda: (
-            _analyse_generated(text, start)
-            if generated
-            else _analyse(text, start, strict, import_paths)
-        ),
+    """The analysis of `text` (written by `from_rules.py` when `generated`), memoized;
+    refused before it starts when it would break the budget (`analysis_size.py`). A
+    generated grammar's analysis (in C, a few bytes a cell) is held to the deadline only:
+    its size follows from automata already held to `max_states`."""
+    key = (text, start, strict, generated, import_paths)
+    if generated:
+        return _analyses.get_or_make(key, lambda: _analyse_generated(text, start))
+    analysis = _analyses.get_or_make(
+        key, lambda: _analyse(text, start, strict, import_paths, max_states)
     )
+    check_analysis_size(analysis.cells, max_states=max_states, seconds_per_cell=0.0)
+    return analysis
 
 
 def _analyse_generated(text: str, start: str) -> _Analysis:
@@ -158,7 +192,8 @@ def _analyse_generated(text: str, start: str) -> _Analysis:
     except LarkError as exc:
         raise _translate(exc, text) from exc
     _check_productive(rules, start, text)
-    return _frozen(_Analysis(terminals=terminals, contexts=contexts, table=table))
+    cells = analysis_cells((len(r.expansion) for r in rules), len(terminals))
+    return _frozen(_Analysis(terminals=terminals, contexts=contexts, table=table, cells=cells))
 
 
 def _frozen(analysis: _Analysis) -> _Analysis:
@@ -170,8 +205,14 @@ def _frozen(analysis: _Analysis) -> _Analysis:
     return analysis
 
 
-def _analyse(text: str, start: str, strict: bool, import_paths: tuple[str, ...] = ()) -> _Analysis:
-    built = _lark(text, start, strict, import_paths)
+def _analyse(
+    text: str,
+    start: str,
+    strict: bool,
+    import_paths: tuple[str, ...] = (),
+    max_states: int | None = None,
+) -> _Analysis:
+    built = _lark(text, start, strict, import_paths, max_states)
     _check_productive(list(built.rules), start, text)
     parser = built.parser
     defined = {t.name: t for t in parser.lexer_conf.terminals}
@@ -200,16 +241,52 @@ def _analyse(text: str, start: str, strict: bool, import_paths: tuple[str, ...] 
         for name, pattern, raw, _ in terminals:
             _terminal_node(name, pattern, raw, text)
         raise GrammarError(f"lark could not build the grammar: {exc}") from exc
-    return _frozen(_Analysis(terminals=terminals, contexts=contexts, table=table))
+    return _frozen(
+        _Analysis(terminals=terminals, contexts=contexts, table=table, cells=built.cells)
+    )
 
 
-def _lark(text: str, start: str, strict: bool, import_paths: tuple[str, ...]) -> Any:
+def _checked_lark() -> type[Any]:
+    """`lark.Lark`, with the analysis refused before it starts when it would break the
+    compile's budget (`analysis_size.py`): lark compiles the grammar's rules and
+    terminals first, then builds the parser (`_build_parser`) from them."""
+    global _CHECKED_LARK
+    if _CHECKED_LARK is None:
+        import lark
+
+        class CheckedLark(lark.Lark):
+            def __init__(self, text: str, *, max_states: int | None, **options: Any) -> None:
+                self.max_states = max_states
+                self.cells = 0
+                super().__init__(text, **options)
+
+            def _build_parser(self) -> Any:
+                lengths = (len(rule.expansion) for rule in self.rules)
+                self.cells = analysis_cells(lengths, len(self.terminals))
+                check_analysis_size(
+                    self.cells,
+                    max_states=self.max_states,
+                    seconds_per_cell=LARK_SECONDS_PER_CELL,
+                )
+                return super()._build_parser()
+
+        _CHECKED_LARK = CheckedLark
+    return _CHECKED_LARK
+
+
+_CHECKED_LARK: type[Any] | None = None
+
+
+def _lark(
+    text: str, start: str, strict: bool, import_paths: tuple[str, ...], max_states: int | None
+) -> Any:
     import lark
     import lark.lexer
     from lark.exceptions import LarkError
 
+    check_text_size(text)
     try:
-        with _LARK_LOCK:
+        with _lark_turn():
             # Outside strict mode lark only logs terminal collisions (through its own
             # stderr handler), and its interegular check is half the load time of a
             # keyword-heavy grammar; the lexer automaton reproduces lark's resolution
@@ -217,8 +294,9 @@ def _lark(text: str, start: str, strict: bool, import_paths: tuple[str, ...]) ->
             saved = lark.lexer.has_interegular
             lark.lexer.has_interegular = saved and strict
             try:
-                return lark.Lark(
+                return _checked_lark()(
                     text,
+                    max_states=max_states,
                     parser="lalr",
                     lexer="contextual",
                     start=start,
@@ -333,6 +411,7 @@ def load_lark_grammar(
     options: Mapping[str, Any] | None = None,
     *,
     generated: Mapping[str, tuple[Node, ByteDFA]] | None = None,
+    max_states: int | None = None,
 ) -> LarkGrammar:
     """Analyse a Lark grammar the way `Lark(text, parser="lalr")` does.
 
@@ -345,6 +424,8 @@ def load_lark_grammar(
         generated: for grammars written by `from_rules.py`: terminal name → (IR, DFA)
             replacing the placeholder pattern in `text` (longest-match terminals). Such
             text is read without lark's grammar parser (`generated.py`).
+        max_states: the state budget the analysis is held to (`analysis_size.py`);
+            None for no limit. Its time is held to the compile's deadline.
 
     Raises:
         GrammarError: syntax errors, undefined or duplicate names, LALR conflicts, bad
@@ -353,6 +434,7 @@ def load_lark_grammar(
         SpecError: an unknown option, or `import_paths` naming something not a folder.
         UnsupportedFeatureError: `%declare`d terminals (they need a custom lexer) and
             terminal patterns whose lark match a byte automaton cannot reproduce.
+        BudgetExceededError: the analysis would break `max_states` or the deadline.
     """
     opts = dict(options or {})
     unknown = sorted(set(opts) - set(_OPTIONS))
@@ -363,7 +445,7 @@ def load_lark_grammar(
         raise SpecError(f"lark option start: expected a rule name, found {start!r}")
     import_paths = checked_import_paths(opts.get("import_paths"))
     strict = bool(opts.get("strict", False))
-    analysis = _analysis(text, start, strict, generated is not None, import_paths)
+    analysis = _analysis(text, start, strict, generated is not None, import_paths, max_states)
     terminals = []
     for name, pattern, raw, ignored in analysis.terminals:
         if generated is not None and name in generated:

@@ -13,7 +13,12 @@ from typing import Any
 
 import numpy as np
 
+from fsmcompile.automaton.budget import check_deadline
 from fsmcompile.spec.lark.grammar import LexerContext, ParseTable, reduce_action, shift_action
+
+_STATES_PER_CHECK = 64
+"""Parser states read between deadline checks: a state of a large grammar holds
+thousands of actions, and building its lexer context compiles a regex of its terminals."""
 
 
 def _rule_key(rule: Any) -> tuple[str, tuple[str, ...], int]:
@@ -28,6 +33,8 @@ def _state_order(
     seen = {start}
     queue = deque([start])
     while queue:
+        if len(order) % _STATES_PER_CHECK == 0:
+            check_deadline("ordering the parser states")
         state = queue.popleft()
         order.append(state)
         for symbol in sorted(states[state], key=symbol_rank.__getitem__):
@@ -102,7 +109,9 @@ def tables_from_states(
 
     action = np.zeros((len(order), end + 1), dtype=np.int32)
     goto = np.full((len(order), max(len(nonterminals), 1)), -1, dtype=np.int32)
-    for old, acts in states.items():
+    for count, (old, acts) in enumerate(states.items()):
+        if count % _STATES_PER_CHECK == 0:
+            check_deadline("reading the parse table")
         state = new_id[old]
         for symbol, (kind, arg) in acts.items():
             if symbol in nonterminals:
@@ -114,6 +123,8 @@ def tables_from_states(
     contexts: dict[LexerContext, int] = {}
     context_of_state = np.zeros(len(order), dtype=np.int32)
     for state, old in enumerate(order):
+        if state % _STATES_PER_CHECK == 0:
+            check_deadline("reading the lexer contexts")
         context_of_state[state] = contexts.setdefault(context_of(old), len(contexts))
     return tuple(contexts), ParseTable(
         action=action,

@@ -16,7 +16,12 @@ import sys
 from typing import Any
 
 from fsmcompile.automaton.ir import Node
-from fsmcompile.errors import FsmcompileError, SpecError, UnsupportedFeatureError
+from fsmcompile.errors import (
+    BudgetExceededError,
+    FsmcompileError,
+    SpecError,
+    UnsupportedFeatureError,
+)
 
 if sys.version_info >= (3, 11):
     from re import _constants as sre_constants
@@ -110,5 +115,7 @@ def terminal_to_ir(name: str, pattern: str) -> Node:
             keyword=name,
             features=[(name, exc.reason)],
         ) from exc
+    except BudgetExceededError:
+        raise  # the compile's budget, not the terminal, ran out
     except FsmcompileError as exc:
         raise SpecError(f"terminal {name}: {exc}") from exc
