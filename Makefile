@@ -1,8 +1,10 @@
 # Two entry points that do all set-up on a fresh machine: `make demo` and `make test`.
 PYTHON ?= python3
 TOKENIZER ?= tests/data/gpt2/tokenizer.json.gz
+# The venv the end-to-end tests in real vLLM run in (built by scripts/vllm_env.sh).
+VLLM_VENV ?= .venv-vllm
 
-.PHONY: setup demo test lint bench
+.PHONY: setup demo test test-vllm lint bench
 
 setup:
 	bash scripts/setup.sh
@@ -13,7 +15,12 @@ demo: setup
 	fsmcompile check person.fsm '{"name":"Ada","age":36}' --tokenizer $(TOKENIZER)
 
 test: setup
-	$(PYTHON) -m pytest -m "not gpu" -q
+	$(PYTHON) -m pytest -m "not gpu and not vllm" -q
+
+# End-to-end in real vLLM (CPU build): offline engine and OpenAI server, a few minutes.
+test-vllm:
+	bash scripts/vllm_env.sh $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pytest tests/vllm -m vllm -q -p no:cacheprovider
 
 lint:
 	ruff check . && ruff format --check . && mypy
