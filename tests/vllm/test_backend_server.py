@@ -40,7 +40,12 @@ SCHEMA = {
 }
 REGEX = r"[0-9]{3}-[a-z]{2,6}"
 CHOICES = ["red", "green", "blue"]
-GRAMMAR = 'start: pair ("," pair)*\npair: NAME "=" NUMBER\nNAME: /[a-z]{1,5}/\nNUMBER: /[0-9]{1,3}/\n'
+GRAMMAR = """
+start: pair ("," pair)*
+pair: NAME "=" NUMBER
+NAME: /[a-z]{1,5}/
+NUMBER: /[0-9]{1,3}/
+"""
 
 
 def post(server: Any, path: str, body: dict[str, Any]) -> Any:
@@ -209,9 +214,7 @@ def test_min_tokens_past_a_complete_text_stops_instead_of_failing(backend_server
         ({"grammar": 'root ::= "yes" | "no"'}, "GBNF/EBNF"),
     ],
 )
-def test_a_bad_spec_is_a_400_and_the_server_carries_on(
-    backend_server, constraint, message
-) -> None:
+def test_a_bad_spec_is_a_400_and_the_server_carries_on(backend_server, constraint, message) -> None:
     response = post(
         backend_server,
         "/v1/completions",
