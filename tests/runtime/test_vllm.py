@@ -158,8 +158,10 @@ def test_processor_interface_flags():
         FSMLogitsProcessor.validate_params(
             SimpleNamespace(extra_args={"fsmcompile": {"regex": "a", "grammar": "b"}})
         )
-    with pytest.raises(ValueError, match="expected a dict"):
+    with pytest.raises(ValueError, match="invalid JSON at line 1 column 1"):
         FSMLogitsProcessor.validate_params(SimpleNamespace(extra_args={"fsmcompile": "a+"}))
+    with pytest.raises(ValueError, match="must be an object"):
+        FSMLogitsProcessor.validate_params(SimpleNamespace(extra_args={"fsmcompile": "[1]"}))
 
 
 def test_request_spec_json_schema_dict_canonicalised():
@@ -277,6 +279,30 @@ def test_processor_invalid_spec_row_gets_eos_only_and_logs(toy_engine, caplog):
     np.testing.assert_array_equal(rows[3], first_tokens(toy_engine, PATTERNS["B"]))
     assert len([r for r in caplog.records if "forcing EOS" in r.getMessage()]) == 3
     assert all("(" not in r.getMessage().split(":", 2)[-1] for r in caplog.records)
+
+
+def test_processor_matcher_failure_fails_only_its_request(toy_engine, monkeypatch, caplog):
+    """An index that compiles but whose matcher cannot be built fails only its request."""
+    import fsmcompile.runtime.vllm.rows as rows_module
+
+    real, calls = rows_module.matcher_for, []
+
+    def fragile(index):
+        calls.append(index)
+        if len(calls) == 1:
+            raise RuntimeError("matcher construction failed")
+        return real(index)
+
+    monkeypatch.setattr(rows_module, "matcher_for", fragile)
+    proc = new_processor(toy_engine)
+    reqs = [guided("A"), guided("B")]
+    added = [(i, r.params, r.prompt, r.output) for i, r in enumerate(reqs)]
+    with caplog.at_level(logging.ERROR, logger="fsmcompile.runtime.vllm"):
+        proc.update_state(BatchUpdate(2, [], added, []))
+    rows = masked_rows(proc, 2)
+    assert np.flatnonzero(rows[0]).tolist() == [EOS]
+    np.testing.assert_array_equal(rows[1], first_tokens(toy_engine, PATTERNS["B"]))
+    assert "batch index 0 (regex): RuntimeError" in caplog.text
 
 
 def test_processor_only_invalid_spec_still_gets_eos_only(toy_engine):
@@ -416,7 +442,7 @@ class PerStepMatcher:
 
 
 def test_randomized_batch_per_step_masks_match_reference(toy_engine, monkeypatch):
-    import fsmcompile.runtime.vllm as vllm_module
+    import fsmcompile.runtime.vllm.rows as vllm_module
 
     monkeypatch.setattr(vllm_module, "matcher_for", PerStepMatcher)
     finished_ok, violated = run_randomized(toy_engine, "cpu", steps=600, seed=77)
@@ -428,7 +454,7 @@ def test_randomized_batch_per_step_masks_match_reference(toy_engine, monkeypatch
 def test_processor_fewer_logits_rows_than_batch_masks_existing_rows(
     toy_engine, monkeypatch, caplog, per_step
 ):
-    import fsmcompile.runtime.vllm as vllm_module
+    import fsmcompile.runtime.vllm.rows as vllm_module
 
     if per_step:
         monkeypatch.setattr(vllm_module, "matcher_for", PerStepMatcher)
@@ -441,14 +467,14 @@ def test_processor_fewer_logits_rows_than_batch_masks_existing_rows(
         rows = masked_rows(proc, 2)
     for row, name in enumerate("AB"):
         np.testing.assert_array_equal(rows[row], first_tokens(toy_engine, PATTERNS[name]))
-    assert "logits have 2 rows but the batch has 3" in caplog.text
+    assert "logits have 2 rows but a guided request sits past them" in caplog.text
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 @pytest.mark.parametrize("per_step", [False, True])
 def test_randomized_batch_on_cuda_matches_reference_matchers(toy_engine, monkeypatch, per_step):
-    import fsmcompile.runtime.vllm as vllm_module
+    import fsmcompile.runtime.vllm.rows as vllm_module
 
     if per_step:
         monkeypatch.setattr(vllm_module, "matcher_for", PerStepMatcher)
