@@ -18,12 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-pytestmark = [
-    pytest.mark.vllm,
-    # vLLM's and torch's own imports warn (torch.jit, deprecated aliases); not ours.
-    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
-    pytest.mark.filterwarnings("ignore::FutureWarning"),
-]
+pytestmark = pytest.mark.vllm
 
 SCHEMA = {
     "type": "object",

@@ -18,11 +18,7 @@ from typing import Any
 
 import pytest
 
-pytestmark = [
-    pytest.mark.vllm,
-    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
-    pytest.mark.filterwarnings("ignore::FutureWarning"),
-]
+pytestmark = pytest.mark.vllm
 
 MODEL = "tiny-qwen2"
 IM_END = 151645  # the chat turn end: a stop token (generation config), not the EOS
