@@ -50,14 +50,9 @@ def backend_llm(tiny_model: Path) -> Iterator[Any]:
             "prompt_lookup_min": 1,
         },
     )
-    try:
-        yield llm
-    finally:
-        shutdown = getattr(llm.llm_engine, "shutdown", None)
-        if callable(shutdown):
-            shutdown()
-        del llm
-        patch.undo()
+    yield llm
+    llm.llm_engine.engine_core.shutdown()  # the engine process ends with the module
+    patch.undo()
 
 
 def generate(llm: Any, prompt: str, **constraint: Any) -> list[Any]:
