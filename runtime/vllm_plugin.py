@@ -160,6 +160,7 @@ def validate_request(
         raise VLLMValidationError(str(exc), parameter="structured_outputs") from exc
     so_params._backend = BACKEND_NAME
     so_params._backend_was_auto = structured_outputs_config.backend == "auto"
+    so_params.__post_init__()  # as vLLM does: the params must survive serialization
 
 
 def _patch_engine() -> None:
