@@ -11,6 +11,7 @@ per fleet; vLLM runs `compile_grammar` in its thread pool.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -51,13 +52,14 @@ def engine_vocabulary(tokenizer: Any, vocab_size: int) -> Vocabulary:
 
     Args:
         tokenizer: vLLM's tokenizer object (a Hugging Face fast tokenizer).
-        vocab_size: the model's logits width (`model_config.get_vocab_size()`); ids past
-            the tokenizer's are padding and never allowed.
+        vocab_size: the model's logits width (`model_config.get_vocab_size()`). Ids past
+            the tokenizer's are padding and never allowed; tokenizer ids past the logits
+            can never be sampled and are left out.
 
     Raises:
         VocabularyError: the tokenizer is not backed by a tokenizer.json (a Mistral
             tekken or SentencePiece tokenizer in `--tokenizer-mode mistral`, a tiktoken
-            or other slow tokenizer), or it has more ids than the logits.
+            or other slow tokenizer), or no EOS id lies inside the logits.
     """
     name = type(tokenizer).__name__
     if getattr(type(tokenizer), "IS_MISTRAL_TOKENIZER", False) or name == "MistralTokenizer":
@@ -67,7 +69,7 @@ def engine_vocabulary(tokenizer: Any, vocab_size: int) -> Vocabulary:
             "model ships a tokenizer.json, or choose another structured-outputs backend"
         )
     try:
-        return Vocabulary.load(tokenizer, vocab_size=vocab_size)
+        vocabulary = Vocabulary.load(tokenizer)
     except VocabularyError as exc:
         raise VocabularyError(
             f"the fsmcompile structured-outputs backend cannot read the engine's tokenizer "
@@ -75,6 +77,26 @@ def engine_vocabulary(tokenizer: Any, vocab_size: int) -> Vocabulary:
             "(a fast tokenizer; tiktoken and slow SentencePiece tokenizers have none); "
             "choose another structured-outputs backend for this model"
         ) from exc
+    count = len(vocabulary.token_bytes)
+    if count <= vocab_size:
+        wide = dataclasses.replace(vocabulary, size=vocab_size)
+        wide.__dict__["trie"] = vocabulary.trie  # the same text tokens: keep the loaded trie
+        return wide
+    logger.warning(
+        "fsmcompile structured outputs: the tokenizer has %d ids, the logits %d; the ids "
+        "past the logits are never allowed",
+        count,
+        vocab_size,
+    )
+    return Vocabulary(
+        token_bytes=vocabulary.token_bytes[:vocab_size],
+        eos_token_ids=tuple(t for t in vocabulary.eos_token_ids if t < vocab_size),
+        special_token_ids=frozenset(t for t in vocabulary.special_token_ids if t < vocab_size),
+        size=vocab_size,
+        name=vocabulary.name,
+        scheme=vocabulary.scheme,
+        tokenizer_json=vocabulary.tokenizer_json,
+    )
 
 
 @dataclass
