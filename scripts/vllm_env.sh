@@ -26,8 +26,15 @@ if [ ! -f "$stamp" ]; then
   for module in torchvision torchaudio torchcodec; do
     "$py" -c "import $module" >/dev/null 2>&1 || "$py" -m pip uninstall -y -q "$module" || true
   done
+  "$py" -c "import torch, vllm; print('vllm', vllm.__version__, 'torch', torch.__version__)"
   touch "$stamp"
 fi
-# fsmcompile itself: editable, so the venv always runs this checkout's code.
-"$py" -m pip install "${quiet[@]}" --no-build-isolation -e .
-"$py" -c "import torch, vllm, fsmcompile.runtime.vllm; print('vllm', vllm.__version__, 'torch', torch.__version__)"
+# fsmcompile itself: editable, so the venv runs this checkout's code (its dependencies
+# once, then only a re-point when the venv serves another checkout).
+if [ ! -f "$stamp.fsmcompile" ]; then
+  "$py" -m pip install "${quiet[@]}" --no-build-isolation -e .
+  touch "$stamp.fsmcompile"
+elif [ "$("$py" -c 'import fsmcompile.runtime as r; print(r.__file__)' 2>/dev/null)" \
+    != "$PWD/runtime/__init__.py" ]; then
+  "$py" -m pip install "${quiet[@]}" --no-deps --no-build-isolation -e .
+fi

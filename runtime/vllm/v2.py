@@ -66,7 +66,8 @@ class V2Processor(FSMLogitsProcessor):
         """Advance the guided requests of this step, then mask their rows in place."""
         rows = self._rows
         slots = [int(s) for s in ctx.idx_mapping_np]
-        guided = [(pos, slot) for pos, slot in enumerate(slots) if rows[slot] is not None]
+        # A negative slot is a padding row the runner skips.
+        guided = [(p, s) for p, s in enumerate(slots) if s >= 0 and rows[s] is not None]
         if not guided:
             return logits
         self._read_tokens([slot for _, slot in guided])

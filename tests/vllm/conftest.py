@@ -4,8 +4,9 @@ These tests run in the venv that `scripts/vllm_env.sh` builds (`make test-vllm`)
 main suite deselects them with `-m "not vllm"`, and nothing here imports vLLM until a
 fixture is used, so collecting them without vLLM is harmless.
 
-Starting vLLM costs about a minute on two CPU cores, so each engine starts once: the
-offline `LLM` per session (`offline_llm`), the OpenAI server per session (`vllm_server`).
+Starting vLLM costs one to two minutes on two CPU cores, so each engine starts once: the
+offline `LLM` for its module (`offline_llm`), the OpenAI server per session
+(`vllm_server`).
 Both get 1 GiB of KV cache (`VLLM_CPU_KVCACHE_SPACE`), eager mode and a 512-token
 context, which keeps a run within a few GiB on a machine shared with other work.
 Artifacts the tests save go to `index_dir`, the one directory `FSMCOMPILE_INDEX_DIRS`
@@ -14,26 +15,20 @@ allows.
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from redis_server import free_port
-
-PROCESSOR = "fsmcompile.runtime.vllm:FSMLogitsProcessor"
-MAX_MODEL_LEN = 512
-MAX_NUM_SEQS = 16
-SERVER_START_TIMEOUT_S = 420.0
-SERVED_MODEL_NAME = "tiny-qwen2"
+from engines import (
+    MAX_MODEL_LEN,
+    MAX_NUM_SEQS,
+    PROCESSOR,
+    Server,
+    engine_env,
+    start_server,
+    stop_server,
+)
 
 # Warnings stay errors for fsmcompile's code; those vLLM and its stack raise while loading
 # (deprecations inside torch.jit, transformers, pydantic, ...) are not ours to fix.
@@ -41,6 +36,10 @@ THIRD_PARTY_WARNINGS = [
     "ignore::DeprecationWarning:(torch|vllm|transformers|pydantic|huggingface_hub|importlib)",
     "ignore::FutureWarning:(torch|vllm|transformers)",
     "ignore::UserWarning:(torch|vllm|transformers)",
+    "ignore::ResourceWarning:zmq",
+    # zmq contexts vLLM's engine client leaves to the garbage collector
+    "ignore:Exception ignored in. <function Context.__del__"
+    ":pytest.PytestUnraisableExceptionWarning",
 ]
 _HERE = Path(__file__).resolve().parent
 
@@ -50,16 +49,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if _HERE in Path(item.path).resolve().parents:
             for spec in THIRD_PARTY_WARNINGS:
                 item.add_marker(pytest.mark.filterwarnings(spec))
-
-
-def engine_env(index_dir: Path) -> dict[str, str]:
-    """Environment for a vLLM engine under test (also applied to this process)."""
-    return {
-        "VLLM_CPU_KVCACHE_SPACE": "1",
-        "VLLM_CPU_OMP_THREADS_BIND": "nobind",
-        "FSMCOMPILE_INDEX_DIRS": str(index_dir),
-        "TOKENIZERS_PARALLELISM": "false",
-    }
 
 
 @pytest.fixture(scope="session")
@@ -84,9 +73,10 @@ def vocabulary(tiny_model: Path) -> Any:
     return Vocabulary.load(str(tiny_model), vocab_size=151936)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def offline_llm(tiny_model: Path, index_dir: Path) -> Iterator[Any]:
-    """vLLM's offline `LLM` with the fsmcompile processor, started once per session."""
+    """vLLM's offline `LLM` with the fsmcompile processor, shut down after its module
+    (so it never shares the machine's memory with the server's engine)."""
     patch = pytest.MonkeyPatch()
     for key, value in engine_env(index_dir).items():
         patch.setenv(key, value)
@@ -104,99 +94,9 @@ def offline_llm(tiny_model: Path, index_dir: Path) -> Iterator[Any]:
     try:
         yield llm
     finally:
-        shutdown = getattr(llm.llm_engine, "shutdown", None)
-        if callable(shutdown):
-            shutdown()
+        llm.llm_engine.engine_core.shutdown()
         del llm
         patch.undo()
-
-
-@dataclass
-class Server:
-    """A running OpenAI-compatible vLLM server."""
-
-    base_url: str
-    process: subprocess.Popen[bytes]
-    log_path: Path
-
-    def log_tail(self, num_chars: int = 6000) -> str:
-        return self.log_path.read_text(errors="replace")[-num_chars:]
-
-    def healthy(self) -> bool:
-        try:
-            with urllib.request.urlopen(self.base_url + "/health", timeout=5) as response:
-                return bool(response.status == 200)
-        except (urllib.error.URLError, OSError):
-            return False
-
-
-def start_server(
-    model: Path, env: dict[str, str], log_path: Path, extra_args: list[str] = ()
-) -> Server:
-    """Start `python -m vllm.entrypoints.openai.api_server` on 127.0.0.1 and a free port.
-
-    (`vllm serve` is broken in the CPU wheel.) Waits for /health; raises with the log
-    tail if the server exits or does not come up in time.
-    """
-    port = free_port()
-    command = [
-        sys.executable,
-        "-m",
-        "vllm.entrypoints.openai.api_server",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--model",
-        str(model),
-        "--served-model-name",
-        SERVED_MODEL_NAME,
-        "--max-model-len",
-        str(MAX_MODEL_LEN),
-        "--max-num-seqs",
-        str(MAX_NUM_SEQS),
-        "--enforce-eager",
-        "--dtype",
-        "float32",
-        "--seed",
-        "0",
-        "--logits-processors",
-        PROCESSOR,
-        *extra_args,
-    ]
-    log = open(log_path, "wb")  # noqa: SIM115 - the server writes to it until stopped
-    process = subprocess.Popen(
-        command,
-        env={**os.environ, **env},
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # its engine processes die with its process group
-    )
-    log.close()
-    server = Server(f"http://127.0.0.1:{port}", process, log_path)
-    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"vLLM server exited ({process.returncode}):\n{server.log_tail()}")
-        if server.healthy():
-            return server
-        time.sleep(2)
-    stop_server(server)
-    raise RuntimeError(
-        f"vLLM server not healthy after {SERVER_START_TIMEOUT_S}s:\n{server.log_tail()}"
-    )
-
-
-def stop_server(server: Server) -> None:
-    """SIGTERM the server's process group, then SIGKILL what is left after 30 s."""
-    try:
-        os.killpg(server.process.pid, signal.SIGTERM)
-        server.process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(server.process.pid, signal.SIGKILL)
-        server.process.wait(timeout=30)
-    except ProcessLookupError:
-        pass
 
 
 @pytest.fixture(scope="session")

@@ -292,6 +292,21 @@ def test_resumed_request_reads_its_earlier_output(v2: Any, vocabulary: Any, refe
     np.testing.assert_array_equal(finite, reference_mask(reference, finite.shape[0]))
 
 
+def test_padding_rows_are_left_alone(v2: Any, vocabulary: Any, references: Any) -> None:
+    """A negative slot in the batch is padding: never read, never masked."""
+    from vllm.sampling_params import SamplingParams
+
+    from fsmcompile.runtime.matcher import matcher_for
+
+    runner = Runner(v2, [PROCESSOR])
+    runner.add("r", [5], SamplingParams(extra_args={"fsmcompile": SPECS["regex"]}))
+    slot = runner.states.req_id_to_index["r"]
+    finite = runner.masks([-1, slot])
+    assert finite[0].all()
+    expected = reference_mask(matcher_for(references["regex"]), finite.shape[1])
+    np.testing.assert_array_equal(finite[1], expected)
+
+
 def test_speculative_rows_follow_the_drafts(v2: Any, vocabulary: Any, references: Any) -> None:
     from vllm.sampling_params import SamplingParams
 
@@ -347,3 +362,20 @@ def test_matcher_failure_stays_with_its_request(
     assert np.flatnonzero(finite[0]).tolist() == list(vocabulary.eos_token_ids[:1])
     expected = reference_mask(matcher_for(references["regex"]), finite.shape[1])
     np.testing.assert_array_equal(finite[1], expected)
+
+
+def test_unsupported_vllm_version_fails_at_start_up() -> None:
+    """Loading the processor under another vLLM release names the supported ones."""
+    import subprocess
+    import sys
+
+    script = (
+        "import vllm; vllm.__version__ = '0.31.2'\n"
+        "from vllm.v1.worker.gpu.sample.logits_processor.loader import "
+        "_load_v2_logitsprocs_by_fqcns as load\n"
+        f"load([{PROCESSOR!r}])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode != 0
+    assert "Failed to load 0th LogitsProcessor plugin" in done.stderr
+    assert "supports vLLM 0.32.x, 0.33.x; found vLLM 0.31.2" in done.stderr
