@@ -110,17 +110,3 @@ def vllm_server(
         yield server
     finally:
         stop_server(server)
-
-
-@pytest.fixture(scope="module")
-def backend_server(
-    tiny_model: Path, index_dir: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Server]:
-    """A server whose structured-outputs backend is fsmcompile, one per test module."""
-    log_path = tmp_path_factory.mktemp("backend-server") / "server.log"
-    backend = ["--structured-outputs-config", '{"backend": "fsmcompile"}']
-    server = start_server(tiny_model, engine_env(index_dir), log_path, backend)
-    try:
-        yield server
-    finally:
-        stop_server(server)

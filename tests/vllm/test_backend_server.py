@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from engines import Server, engine_env, start_server, stop_server
 
 pytestmark = pytest.mark.vllm
 
@@ -48,6 +50,20 @@ def post(server: Any, path: str, body: dict[str, Any]) -> Any:
     import httpx
 
     return httpx.post(server.base_url + path, json=body, timeout=180)
+
+
+@pytest.fixture(scope="module")
+def backend_server(
+    tiny_model: Path, index_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Server]:
+    """A server whose structured-outputs backend is fsmcompile."""
+    log_path = tmp_path_factory.mktemp("backend-server") / "server.log"
+    backend = ["--structured-outputs-config", '{"backend": "fsmcompile"}']
+    server = start_server(tiny_model, engine_env(index_dir), log_path, backend)
+    try:
+        yield server
+    finally:
+        stop_server(server)
 
 
 @pytest.fixture(scope="module")
