@@ -51,7 +51,9 @@ def backend_llm(tiny_model: Path) -> Iterator[Any]:
         },
     )
     yield llm
-    llm.llm_engine.engine_core.shutdown()  # the engine process ends with the module
+    client = llm.llm_engine.engine_core
+    client.shutdown()  # the engine process ends with the module
+    client.ctx.destroy(linger=0)  # vLLM leaves its zmq context open for the collector
     patch.undo()
 
 
