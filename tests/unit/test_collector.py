@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from fsmcompile import compile_regex
+from fsmcompile import collector, compile_regex
 from fsmcompile.collector import collector_paused
 
 
@@ -80,3 +80,40 @@ def test_a_compile_leaves_no_digests_holding_its_tree(gpt2) -> None:
 
     compile_regex(r"(ab|cd){2,9}x", gpt2, cache=False)
     assert not ir._DIGESTS
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_concurrent_compiles_in_threads_share_one_pause(
+    gpt2, collector_restored, enabled: bool
+) -> None:
+    # vLLM compiles grammars in a thread pool: the collector must stay paused while any
+    # compile runs and come back (as it was before the first) only after the last.
+    from fsmcompile.memo import clear_stage_memos
+
+    clear_stage_memos()
+    gc.enable() if enabled else gc.disable()
+    workers = 6
+    start = threading.Barrier(workers + 1)
+    errors: list[BaseException] = []
+
+    def compile_one(k: int) -> None:
+        try:
+            start.wait(timeout=30)
+            compile_regex(rf"[a-z]{{{k + 1},{k + 9}}}x{k}", gpt2, cache=False)
+        except BaseException as exc:  # reported below, on the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=compile_one, args=(k,)) for k in range(workers)]
+    for thread in threads:
+        thread.start()
+    seen_enabled_while_running = False
+    start.wait(timeout=30)
+    while any(thread.is_alive() for thread in threads):
+        with collector._lock:
+            if collector._active and gc.isenabled():
+                seen_enabled_while_running = True
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not errors
+    assert not seen_enabled_while_running
+    assert gc.isenabled() is enabled
