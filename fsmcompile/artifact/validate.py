@@ -143,9 +143,12 @@ class Body:
         self.check_range(pointer, values, lo, hi)
         return values
 
-    def check_range(self, pointer: str, values: npt.NDArray[Any], lo: int, hi: int) -> None:
+    def check_range(
+        self, pointer: str, values: npt.NDArray[Any], lo: int, hi: int, *, first: int = 0
+    ) -> None:
         """Every value v of `values` has lo <= v < hi (reports the first one that does
-        not, with its position). Cost: one pass in numpy."""
+        not, with its position; `values` may be the column from position `first` on).
+        Cost: one pass in numpy."""
         if values.size == 0:
             return
         flat = values.reshape(-1)
@@ -158,7 +161,8 @@ class Body:
             bad = (wide < lo) | (wide >= hi)
         if bad.any():
             at = int(np.argmax(bad))
-            where = np.unravel_index(at, values.shape)
+            where = list(np.unravel_index(at, values.shape))
+            where[0] += first
             raise self.fail(
                 f"{pointer}/{'/'.join(str(int(i)) for i in where)}",
                 "id out of range",
@@ -367,10 +371,10 @@ def _sequence_columns(
                 expected=-1,
                 found=int(column[0]),
             )
-    body.check_range("/index/seq_terminal", terminal[1:], 0, terminals)
-    body.check_range("/index/seq_context", context[1:], 0, contexts + sets)
+    body.check_range("/index/seq_terminal", terminal[1:], 0, terminals, first=1)
+    body.check_range("/index/seq_context", context[1:], 0, contexts + sets, first=1)
     wide = parent.astype(np.int64)
-    body.check_range("/index/seq_parent", wide[1:], 0, count)
+    body.check_range("/index/seq_parent", wide[1:], 0, count, first=1)
     later = np.flatnonzero(wide[1:] >= np.arange(1, count))
     if later.shape[0]:
         at = int(later[0]) + 1
