@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from fsmcompile.index.sorted_keys import concatenated_ranges
+
 if TYPE_CHECKING:
     from fsmcompile.artifact.validate import Body
 
@@ -41,6 +43,8 @@ def check_parse_table(body: Body, columns: dict[str, npt.NDArray[Any]], start: i
     src_goto, nonterminal = np.nonzero(goto >= 0)
     src = np.concatenate([src_shift, src_goto])
     dst = np.concatenate([action[src_shift, col] - 1, goto[src_goto, nonterminal]])
+    symbol = np.concatenate([col, action.shape[1] + nonterminal])
+    _check_one_symbol_per_state(body, src, dst, symbol, action.shape[1])
     depth = _depths(src, dst, states, start)
     red_state, red_symbol = np.nonzero(action < 0)
     red_rule = -action[red_state, red_symbol] - 1
@@ -55,6 +59,34 @@ def check_parse_table(body: Body, columns: dict[str, npt.NDArray[Any]], start: i
             found=f"rule {red_rule[at]} of length {rule_len[red_rule[at]]}",
         )
     _check_reductions_end(body, action, goto, rule_lhs, rule_len, src, dst)
+
+
+def _check_one_symbol_per_state(
+    body: Body,
+    src: npt.NDArray[np.int64],
+    dst: npt.NDArray[np.int64],
+    symbol: npt.NDArray[np.int64],
+    num_terminals: int,
+) -> None:
+    """Every edge into a state reads the same symbol (its accessing symbol, as in every
+    LR automaton). A shift redirected to a state of another symbol would also hand that
+    terminal the lexer context of the wrong state, multiplying the readings a token's
+    walk follows."""
+    width = int(symbol.max(initial=0)) + 1
+    pairs = np.unique(dst * width + symbol)
+    targets = pairs // width
+    clash = np.flatnonzero(targets[1:] == targets[:-1])
+    if clash.shape[0]:
+        state = int(targets[clash[0]])
+        at = int(np.flatnonzero(dst == state)[-1])
+        part = "action" if symbol[at] < num_terminals else "goto"
+        column = symbol[at] if part == "action" else symbol[at] - num_terminals
+        raise body.fail(
+            f"/table/{part}/{int(src[at])}/{int(column)}",
+            "edges into one parser state read different symbols",
+            expected="one accessing symbol per state",
+            found=f"state {state} entered by several",
+        )
 
 
 def _depths(
@@ -186,22 +218,43 @@ def _replacement_cycle(
     src: npt.NDArray[np.int64],
     dst: npt.NDArray[np.int64],
 ) -> None:
-    """Refuse a cycle of `RETURN(0, A)` replacements over the edges b -> s: per lookahead
-    the replacements map each edge to at most one edge (b -> goto[b, A]), and pointer
-    doubling finds any cycle of that map in O(log E) numpy steps."""
-    states = pops.shape[0]
+    """Refuse a cycle of `RETURN(0, A)` replacements over the edges b -> s on one
+    lookahead (each maps b -> s to b -> goto[b, A]).
+
+    First without the lookahead (one link per edge and distinct A of its top, peeled in
+    O(E + links)): lark's tables have no cycle even then. Only the edges left on or
+    after a cycle are checked per lookahead, where the replacements are a map from
+    edge to edge and pointer doubling finds its cycles in O(log) numpy steps."""
+    states, symbols = pops.shape
     keys = np.unique(src * states + dst)
     below, top = keys // states, keys % states
-    # Nodes: the (edge, lookahead) pairs whose top is replaced, in key order.
-    edge_ids, lookaheads = np.nonzero(pops[top] == 0)
+    replaced_state, replaced_on = np.nonzero(pops == 0)
+    if not replaced_state.shape[0]:
+        return
+    nonterminals = int(goto.shape[1])
+    pairs = np.unique(replaced_state * nonterminals + lhs[replaced_state, replaced_on])
+    pair_state, pair_lhs = pairs // nonterminals, pairs % nonterminals
+    by_top = np.argsort(top, kind="stable")
+    bounds = np.searchsorted(top[by_top], np.arange(states + 1))
+    counts = bounds[pair_state + 1] - bounds[pair_state]
+    link_pair = np.repeat(np.arange(pairs.shape[0]), counts)
+    link_edge = by_top[concatenated_ranges(counts) + bounds[pair_state][link_pair]]
+    target = goto[below[link_edge], pair_lhs[link_pair]]
+    keep = target >= 0
+    link_edge, target = link_edge[keep], target[keep]
+    link_dst = np.searchsorted(keys, below[link_edge] * states + target)
+    left = _peel(keys.shape[0], link_edge, link_dst)
+    if not left.any():
+        return
+    edge_ids, lookaheads = np.nonzero((pops[top] == 0) & left[:, None])
     nodes = edge_ids.shape[0]
     if not nodes:
         return
     target = goto[below[edge_ids], lhs[top[edge_ids], lookaheads]]
     target_key = below[edge_ids] * states + np.maximum(target, 0)
     at = np.minimum(np.searchsorted(keys, target_key), keys.shape[0] - 1)
-    node_keys = edge_ids * pops.shape[1] + lookaheads
-    wanted = at * pops.shape[1] + lookaheads
+    node_keys = edge_ids * symbols + lookaheads
+    wanted = at * symbols + lookaheads
     hit = np.minimum(np.searchsorted(node_keys, wanted), nodes - 1)
     linked = (target >= 0) & (keys[at] == target_key) & (node_keys[hit] == wanted)
     nxt = np.append(np.where(linked, hit, nodes), nodes)  # node `nodes`: stopped
@@ -211,3 +264,22 @@ def _replacement_cycle(
     if cyclic.shape[0]:
         edge, t = int(edge_ids[cyclic[0]]), int(lookaheads[cyclic[0]])
         raise _loop(body, int(top[edge]), t)
+
+
+def _peel(
+    count: int, link_src: npt.NDArray[np.int64], link_dst: npt.NDArray[np.int64]
+) -> npt.NDArray[np.bool_]:
+    """bool[count]: the nodes on a cycle of the links or reachable from one (Kahn's
+    peeling of nodes without incoming links; O(nodes + links))."""
+    order = np.argsort(link_src, kind="stable")
+    starts = np.searchsorted(link_src[order], np.arange(count + 1)).tolist()
+    targets = link_dst[order].tolist()
+    degree = np.bincount(link_dst, minlength=count).tolist()
+    ready = [n for n in range(count) if degree[n] == 0]
+    while ready:
+        n = ready.pop()
+        for m in targets[starts[n] : starts[n + 1]]:
+            degree[m] -= 1
+            if degree[m] == 0:
+                ready.append(m)
+    return np.asarray(degree, dtype=np.int64) > 0

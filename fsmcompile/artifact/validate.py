@@ -295,6 +295,18 @@ def _lexer_columns(
     body.check_range("/lexer/context_start", context_start, 0, states)
     contexts = context_start.shape[0]
     label = body.ids("/lexer/label", (states,), -1, terminals)
+    # No lexeme is empty, so no context starts in a labelled state. The C rows rely on
+    # it: a labelled state's row reads its next contexts' start rows, which would
+    # otherwise recurse without end.
+    labelled_starts = np.flatnonzero(label[context_start.astype(np.int64)] >= 0)
+    if labelled_starts.shape[0]:
+        k = int(labelled_starts[0])
+        raise body.fail(
+            f"/lexer/context_start/{k}",
+            "a context starts in a labelled state (an empty lexeme)",
+            expected="a state with label -1",
+            found=f"state {int(context_start[k])}",
+        )
     restart = body.ids("/lexer/restart_context", (states,), -1, contexts)
     labelled = np.flatnonzero(label.astype(np.int64) >= 0)
     stranded = labelled[(ignored[label[labelled]] != 0) & (restart[labelled] < 0)]

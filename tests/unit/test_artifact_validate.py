@@ -68,35 +68,35 @@ def relative(pointer: str, index: tuple[int, ...], size_pointer: str, axis: int,
     return edit
 
 
-def first_reduce(doc: dict[str, Any]) -> tuple[int, int, int]:
-    """(state, lookahead, rule) of the first reduce entry whose rule pops one symbol."""
+def goto_target(doc: dict[str, Any]) -> tuple[int, int]:
+    """(state, nonterminal A) of a state entered by a goto on A (A is its only symbol)."""
+    goto = get_array(doc, "/table/goto")
+    below, lhs = (int(x[0]) for x in np.nonzero(goto >= 0))
+    return int(goto[below, lhs]), lhs
+
+
+def reduce_to_itself(doc: dict[str, Any], length: int) -> None:
+    """A state entered on A reduces, on lookahead 0, by a rule of `length` symbols whose
+    left side is A. Length 1: the reduction pops the state and the goto pushes it back,
+    forever. Length 0 (the state's goto on A made itself): the stack grows forever. Every
+    id stays in range and every state keeps one accessing symbol: only the loop check
+    can refuse it."""
+    state, lhs = goto_target(doc)
+    rule = 0
+    at("/table/rule_lhs", (rule,), lhs)(doc)
+    at("/table/rule_len", (rule,), length)(doc)
+    at("/table/action", (state, 0), -(rule + 1))(doc)
+    if length == 0:
+        at("/table/goto", (state, lhs), state)(doc)
+
+
+def redirect_shift(doc: dict[str, Any]) -> None:
+    """A shift on one terminal into a state entered by another one."""
     action = get_array(doc, "/table/action")
-    rule_len = get_array(doc, "/table/rule_len")
-    for s, t in zip(*np.nonzero(action < 0), strict=True):
-        rule = -int(action[s, t]) - 1
-        if rule_len[rule] == 1:
-            return int(s), int(t), rule
-    raise AssertionError("no unit reduce in the table")
-
-
-def unit_reduce_loop(doc: dict[str, Any]) -> None:
-    """Every goto on the reduced nonterminal leads back to the reducing state: the
-    reduction pops it and pushes it again, forever."""
-    state, _, rule = first_reduce(doc)
-    lhs = int(get_array(doc, "/table/rule_lhs")[rule])
-
-    def put(goto: np.ndarray) -> None:
-        goto[:, lhs] = state
-
-    edit_array(doc, "/table/goto", put)
-
-
-def empty_rule_loop(doc: dict[str, Any]) -> None:
-    """A rule of no symbols whose goto is the reducing state: the stack grows forever."""
-    state, _, rule = first_reduce(doc)
-    lhs = int(get_array(doc, "/table/rule_lhs")[rule])
-    at("/table/rule_len", (rule,), 0)(doc)
-    at("/table/goto", (state, lhs), state)(doc)
+    s, t = (int(x[0]) for x in np.nonzero(action > 0))
+    others = np.nonzero((action > 0) & (np.arange(action.shape[1]) != t))
+    target = int(action[others[0][0], others[1][0]])
+    at("/table/action", (s, t), target)(doc)
 
 
 def decreasing_inner_offset(pointer: str) -> Edit:
@@ -206,8 +206,21 @@ GRAMMAR_CASES: list[tuple[str, str, Edit, str]] = [
     ("json_grammar", "huge rule_lhs", at("/table/rule_lhs", (3,), 2**31 - 1), "/table/rule_lhs/3"),
     ("lark", "negative rule_len", at("/table/rule_len", (0,), -1), "/table/rule_len/0"),
     ("lark", "rule popping past the stack", at("/table/rule_len", (0,), 5000), "/table/action"),
-    ("lark", "unit reductions that loop", unit_reduce_loop, "/table/action"),
-    ("json_grammar", "empty rule growing the stack", empty_rule_loop, "/table/action"),
+    ("lark", "unit reductions that loop", lambda d: reduce_to_itself(d, 1), "/table/action"),
+    (
+        "json_grammar",
+        "unit reductions that loop",
+        lambda d: reduce_to_itself(d, 1),
+        "/table/action",
+    ),
+    ("lark", "empty rule growing the stack", lambda d: reduce_to_itself(d, 0), "/table/action"),
+    (
+        "json_grammar",
+        "empty rule growing the stack",
+        lambda d: reduce_to_itself(d, 0),
+        "/table/action",
+    ),
+    ("lark", "shift to a state of another symbol", redirect_shift, "/table/action"),
     (
         "lark",
         "context of a state past the contexts",
