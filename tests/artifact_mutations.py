@@ -142,9 +142,8 @@ def exercise(index: Any, text: str, seed: int) -> None:
         matcher.fill_bitmask(bitmask, 1)
         allowed = matcher.allowed_token_ids()
         if allowed.shape[0]:
-            matcher.advance(int(allowed[int(rng.integers(0, allowed.shape[0]))]))
-            accepted += 1
-        accepted += bool(matcher.advance(int(token)))
+            accepted += matcher.advance(int(allowed[int(rng.integers(0, allowed.shape[0]))]))
+        accepted += matcher.advance(int(token))
         matcher.forced_bytes()
         matcher.forced_token_ids()
         matcher.is_terminated()

@@ -81,11 +81,11 @@ def from_bytes(
     if kind == "lark" or (kind == "json" and "lexer" in doc):
         from fsmcompile.artifact import grammar
 
-        return grammar.from_bytes(data, vocab, source, max_decoded_bytes=max_decoded_bytes)
+        return grammar.from_body(doc, vocab, source, max_decoded_bytes=max_decoded_bytes)
     if kind in ("regex", "json"):
         from fsmcompile.artifact import regex
 
-        return regex.from_bytes(data, vocab, source, max_decoded_bytes=max_decoded_bytes)
+        return regex.from_body(doc, vocab, source, max_decoded_bytes=max_decoded_bytes)
     raise ArtifactCorruptError(f"artifact of unknown kind {kind!r}", source, pointer="/kind")
 
 

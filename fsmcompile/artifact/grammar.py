@@ -6,6 +6,8 @@ every table is checked by `validate.py` before the index is built.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from fsmcompile.artifact.framing import (
@@ -102,7 +104,17 @@ def from_bytes(
         ArtifactVersionError: written in another format (newer, or older: recompile).
         VocabularyMismatchError: compiled for another tokenizer or logits width.
     """
-    doc = read_header(data, source)
+    return from_body(read_header(data, source), vocab, source, max_decoded_bytes=max_decoded_bytes)
+
+
+def from_body(
+    doc: dict[str, Any],
+    vocab: Vocabulary,
+    source: str | None = None,
+    *,
+    max_decoded_bytes: int | None = None,
+) -> GrammarIndex:
+    """`from_bytes` of a verified body (`read_header`), parsed once by the caller."""
     if doc.get("kind") not in KINDS or "lexer" not in doc:
         raise ArtifactCorruptError(f"not a grammar artifact (kind {doc.get('kind')!r})", source)
     check_vocabulary(doc, vocab, source)

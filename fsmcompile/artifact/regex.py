@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from fsmcompile.artifact.framing import (
@@ -60,7 +62,17 @@ def from_bytes(
         ArtifactVersionError: written in another format (newer, or older: recompile).
         VocabularyMismatchError: compiled for another tokenizer or logits width.
     """
-    doc = read_header(data, source)
+    return from_body(read_header(data, source), vocab, source, max_decoded_bytes=max_decoded_bytes)
+
+
+def from_body(
+    doc: dict[str, Any],
+    vocab: Vocabulary,
+    source: str | None = None,
+    *,
+    max_decoded_bytes: int | None = None,
+) -> TokenIndex:
+    """`from_bytes` of a verified body (`read_header`), parsed once by the caller."""
     check_vocabulary(doc, vocab, source)
     body = Body(doc, source)
     dfa = dfa_columns(body)

@@ -146,6 +146,7 @@ def check_mutation(name: str, case: tuple[bytes, str], seed: int) -> None:
     max_examples=12,
     deadline=None,
     database=None,
+    derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(data=st.data(), seed=st.integers(0, 2**16))
