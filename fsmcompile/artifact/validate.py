@@ -209,7 +209,7 @@ def dfa_columns(body: Body) -> dict[str, npt.NDArray[Any]]:
     states, classes = transitions.shape
     return {
         "transitions": transitions,
-        "class_of_byte": body.ids("/dfa/class_of_byte", (256,), 0, classes),
+        "class_of_byte": _class_of_byte(body, "/dfa/class_of_byte", classes),
         "accepting": body.ids("/dfa/accepting", (states,), 0, 2),
     }
 
@@ -224,6 +224,21 @@ def _transitions(body: Body, pointer: str) -> npt.NDArray[Any]:
         )
     body.check_range(pointer, transitions, -1, states)
     return transitions
+
+
+def _class_of_byte(body: Body, pointer: str, classes: int) -> npt.NDArray[Any]:
+    """int[256] in [0, C), every class owning a byte: classes are sets of bytes, and
+    jump-forward walks one byte of each."""
+    class_of_byte = body.ids(pointer, (256,), 0, classes)
+    empty = np.flatnonzero(np.bincount(class_of_byte.astype(np.int64), minlength=classes) == 0)
+    if empty.shape[0]:
+        raise body.fail(
+            pointer,
+            "a byte class owns no byte",
+            expected="every class in use",
+            found=f"class {int(empty[0])} empty",
+        )
+    return class_of_byte
 
 
 # -- grammar indexes ---------------------------------------------------------------------
@@ -319,7 +334,7 @@ def _lexer_columns(
         )
     return {
         "transitions": transitions,
-        "class_of_byte": body.ids("/lexer/class_of_byte", (256,), 0, classes),
+        "class_of_byte": _class_of_byte(body, "/lexer/class_of_byte", classes),
         "label": label,
         "context_start": context_start,
         "restart_context": restart,

@@ -140,6 +140,12 @@ def short_data(pointer: str) -> Edit:
 
 
 GRAMMAR_CASES: list[tuple[str, str, Edit, str]] = [
+    (
+        "json_grammar",
+        "byte class owning no byte",
+        at("/lexer/class_of_byte", (110,), 1),
+        "/lexer/class_of_byte",
+    ),
     # (artifact, what, edit, pointer the error names)
     (
         "lark",
@@ -369,6 +375,12 @@ DFA_CASES: list[tuple[str, str, Edit, str]] = [
         "byte class past the classes",
         relative("/dfa/class_of_byte", (9,), "/dfa/transitions", 1, 0),
         "/dfa/class_of_byte/9",
+    ),
+    (
+        "regex",
+        "byte class owning no byte",
+        lambda d: edit_array(d, "/dfa/class_of_byte", lambda a: np.where(a == a[ord("@")], 0, a)),
+        "/dfa/class_of_byte",
     ),
     ("regex", "accepting not a flag", at("/dfa/accepting", (0,), 2), "/dfa/accepting/0"),
     (
