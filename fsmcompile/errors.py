@@ -11,7 +11,9 @@ FsmcompileError
 ├── BudgetExceededError                  compile ran past timeout_s or max_states
 ├── VocabularyError                      tokenizer missing or unreadable
 ├── ArtifactError                        .source (path or key)
-│   ├── ArtifactCorruptError             checksum, truncation, not an artifact
+│   ├── ArtifactNotFoundError            no file at that path (also FileNotFoundError)
+│   ├── ArtifactCorruptError             checksum, truncation, not an artifact, a table
+│   │                                    out of range (.pointer, .expected, .found)
 │   ├── ArtifactVersionError             written in a newer or older format
 │   └── VocabularyMismatchError          compiled for another tokenizer
 └── StoreError
@@ -21,6 +23,7 @@ FsmcompileError
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Sequence
 
 
@@ -162,8 +165,47 @@ class ArtifactError(FsmcompileError):
         super().__init__(f"{message} ({source})" if source else message)
 
 
+class ArtifactNotFoundError(ArtifactError, FileNotFoundError):
+    """No artifact at that path: nothing is damaged, the path is wrong (or not yet written).
+
+    Also a `FileNotFoundError` (errno ENOENT), so callers that already handle a missing
+    file need no new branch."""
+
+    def __init__(self, message: str, source: str | None = None) -> None:
+        super().__init__(message, source)
+        self.errno = errno.ENOENT
+        self.strerror = message
+        self.filename = source
+
+    def __str__(self) -> str:
+        # OSError's own text would read "[Errno 2] ...": keep the tree's "message (source)".
+        return str(self.args[0]) if self.args else ""
+
+
 class ArtifactCorruptError(ArtifactError):
-    """Damaged, truncated or not an artifact at all: recompile it."""
+    """Damaged, truncated or not an artifact at all: recompile it.
+
+    Where a table of the body is wrong, `pointer` names it (`/index/group_tokens`, a JSON
+    pointer into the artifact body) and `expected` / `found` say what the loader wanted
+    and what the artifact holds.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        source: str | None = None,
+        *,
+        pointer: str | None = None,
+        expected: str | None = None,
+        found: str | None = None,
+    ) -> None:
+        self.pointer = pointer
+        self.expected = expected
+        self.found = found
+        text = f"{message} at {pointer}" if pointer else message
+        if expected is not None or found is not None:
+            text = f"{text}: expected {expected}, found {found}"
+        super().__init__(text, source)
 
 
 class ArtifactVersionError(ArtifactError):

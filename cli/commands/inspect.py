@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from fsmcompile import artifact
+from fsmcompile.artifact.validate import Body
 
 from ..output import EXIT_OK, Console, human_bytes
 
@@ -16,24 +16,46 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("file", help="artifact written by `fsmcompile ... -o FILE`")
 
 
+_HEADER_FIELDS = (
+    "format_version",
+    "compiler_version",
+    "kind",
+    "spec_hash",
+    "vocab_fingerprint",
+    "vocab_size",
+)
+
+
+def _header(body: Body) -> dict[str, Any]:
+    """The header fields, each a string or an integer (a crafted body may hold anything)."""
+    out: dict[str, Any] = {}
+    for name in _HEADER_FIELDS:
+        value = body.field(f"/{name}")
+        if isinstance(value, bool) or not isinstance(value, str | int):
+            raise body.fail(
+                f"/{name}",
+                "malformed header field",
+                expected="a string or an integer",
+                found=type(value).__name__,
+            )
+        out[name] = value
+    return out
+
+
 def run(args: argparse.Namespace, console: Console) -> int:
     try:
-        data = Path(args.file).read_bytes()
+        data = artifact.read_artifact_file(args.file)
         doc = artifact.read_header(data, source=args.file)
+        body = Body(doc, args.file)
+        info = {
+            "ok": True,
+            "file": args.file,
+            "size_bytes": len(data),
+            **_header(body),
+            **artifact.summarize(doc, args.file),
+        }
     except Exception as exc:  # noqa: BLE001 - reported as an error line / document
         return console.fail(exc)
-    info = {
-        "ok": True,
-        "file": args.file,
-        "size_bytes": len(data),
-        "format_version": doc["format_version"],
-        "compiler_version": doc["compiler_version"],
-        "kind": doc["kind"],
-        "spec_hash": doc["spec_hash"],
-        "vocab_fingerprint": doc["vocab_fingerprint"],
-        "vocab_size": doc["vocab_size"],
-        **artifact.summarize(doc),
-    }
     console.line(
         f"{args.file}: fsmcompile artifact, format {info['format_version']} "
         f"(compiler {info['compiler_version']}), {human_bytes(len(data))}"

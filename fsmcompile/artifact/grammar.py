@@ -1,6 +1,7 @@
 """Artifact body of a Lark GrammarIndex: lexer automaton, parse table and token groups.
 
-The envelope (header, checksum, arrays, smallest-of mask encoding) is `framing.py`'s.
+The envelope (header, checksum, arrays) is `framing.py`'s, the mask rows `rows.py`'s, and
+every table is checked by `validate.py` before the index is built.
 """
 
 from __future__ import annotations
@@ -12,13 +13,18 @@ import numpy as np
 from fsmcompile.artifact.framing import (
     body_header,
     check_vocabulary,
-    decode_masks,
-    encode_masks,
     frame,
     pack_array,
     read_header,
-    unpack_array,
 )
+from fsmcompile.artifact.rows import (
+    check_budget,
+    decode_rows,
+    encode_rows,
+    max_decoded_bytes_default,
+    read_rows,
+)
+from fsmcompile.artifact.validate import Body, grammar_columns, max_sequence_depth
 from fsmcompile.errors import ArtifactCorruptError
 from fsmcompile.index.grammar_index import GrammarIndex
 from fsmcompile.index.grammar_lexer import LexerAutomaton
@@ -71,77 +77,68 @@ def to_bytes(index: GrammarIndex) -> bytes:
             "table": {f: pack_array(getattr(table, f)) for f in _TABLE_FIELDS}
             | {"start_state": table.start_state, "end_state": table.end_state},
             "index": {f: pack_array(getattr(index, f)) for f in _INDEX_FIELDS},
-            "masks": encode_masks(index.masks, index.vocab_size),
-            "kill_masks": encode_masks(index.kill_masks, index.vocab_size),
+            "masks": encode_rows(index.masks, index.vocab_size),
+            "kill_masks": encode_rows(index.kill_masks, index.vocab_size),
         }
     )
 
 
-def from_bytes(data: bytes, vocab: Vocabulary, source: str | None = None) -> GrammarIndex:
-    """Rebuild a GrammarIndex for `vocab` from artifact bytes.
+def from_bytes(
+    data: bytes,
+    vocab: Vocabulary,
+    source: str | None = None,
+    *,
+    max_decoded_bytes: int | None = None,
+) -> GrammarIndex:
+    """Rebuild a GrammarIndex for `vocab` from artifact bytes, every table checked first
+    (`validate.grammar_columns`): a body that passes can index nothing out of bounds and
+    loop nowhere at run time.
+
+    Args:
+        max_decoded_bytes: mask rows up to this many decoded bytes always load (default
+            `$FSMCOMPILE_MAX_DECODED_BYTES`, else 256 MiB); see `rows.check_budget`.
 
     Raises:
-        ArtifactCorruptError: damaged, truncated, not an artifact, or not a lark one.
+        ArtifactCorruptError: damaged, truncated, not an artifact, not a grammar one, or a
+            table out of range (`pointer` names it).
         ArtifactVersionError: written in another format (newer, or older: recompile).
         VocabularyMismatchError: compiled for another tokenizer or logits width.
     """
-    doc = read_header(data, source)
+    return from_body(read_header(data, source), vocab, source, max_decoded_bytes=max_decoded_bytes)
+
+
+def from_body(
+    doc: dict[str, Any],
+    vocab: Vocabulary,
+    source: str | None = None,
+    *,
+    max_decoded_bytes: int | None = None,
+) -> GrammarIndex:
+    """`from_bytes` of a verified body (`read_header`), parsed once by the caller."""
     if doc.get("kind") not in KINDS or "lexer" not in doc:
         raise ArtifactCorruptError(f"not a grammar artifact (kind {doc.get('kind')!r})", source)
     check_vocabulary(doc, vocab, source)
-    try:
-        arrays: dict[str, Any] = {}
-        for part, fields in (
-            ("lexer", _LEXER_FIELDS),
-            ("table", _TABLE_FIELDS),
-            ("index", _INDEX_FIELDS),
-        ):
-            for f in fields:
-                arrays[f] = np.array(unpack_array(doc[part][f], source))  # writeable copy
-        lexer = LexerAutomaton(**{f: arrays[f] for f in _LEXER_FIELDS})
-        table = ParseTable(
+    body = Body(doc, source)
+    columns = grammar_columns(body, vocab.size, max_sequence_depth(vocab))
+    masks = read_rows(body, "/masks", vocab.size)
+    kill_masks = read_rows(body, "/kill_masks", vocab.size)
+    body.check_range("/index/group_dense", columns["group_dense"], -1, masks.num_rows)
+    body.check_range("/index/state_kill", columns["state_kill"], -1, kill_masks.num_rows)
+    ceiling = max_decoded_bytes_default() if max_decoded_bytes is None else max_decoded_bytes
+    check_budget(body, [masks, kill_masks], vocab.size, ceiling)
+    arrays = {name: np.array(column) for name, column in columns.items()}  # writeable copies
+    return GrammarIndex(
+        lexer=LexerAutomaton(**{f: arrays[f] for f in _LEXER_FIELDS}),
+        table=ParseTable(
             **{f: arrays[f] for f in _TABLE_FIELDS},
             start_state=int(doc["table"]["start_state"]),
             end_state=int(doc["table"]["end_state"]),
-        )
-        index = GrammarIndex(
-            lexer=lexer,
-            table=table,
-            terminal_names=tuple(doc["terminal_names"]),
-            **{f: arrays[f] for f in _INDEX_FIELDS},
-            masks=decode_masks(doc["masks"], vocab.size, source),
-            kill_masks=decode_masks(doc["kill_masks"], vocab.size, source),
-            vocabulary=vocab,
-            kind=str(doc["kind"]),
-            spec_hash=str(doc["spec_hash"]),
-        )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ArtifactCorruptError(f"lark artifact lacks or garbles {exc}", source) from exc
-    _check_fits(index, source)
-    return index
-
-
-def _check_fits(index: GrammarIndex, source: str | None) -> None:
-    """Cross-check table sizes so a consistent-checksum but foreign body cannot index out of
-    bounds at run time."""
-    states = index.lexer.num_states
-    groups = index.group_seq.shape[0]
-    ok = (
-        index.origin_entry_start.shape[0] == states + 1
-        and index.state_xset.shape[0] == states
-        and index.state_kill.shape[0] == states
-        and index.lexer.label.shape[0] == states
-        and int(index.origin_entry_start[-1]) == index.entry_group.shape[0]
-        and (groups == 0 or int(index.entry_group.max(initial=0)) < groups)
-        and int(index.group_token_start[-1]) == index.group_tokens.shape[0]
-        and int(index.group_dense.max(initial=-1)) < index.masks.shape[0]
-        and int(index.state_kill.max(initial=-1)) < index.kill_masks.shape[0]
-        and index.table.action.shape[1] == len(index.terminal_names) + 1
-        and index.ignored.shape[0] == len(index.terminal_names)
-        and int(index.ctxset_start[-1]) == index.ctxset_context.shape[0]
-        and int(index.seq_context.max(initial=0))
-        < index.lexer.context_start.shape[0] + index.ctxset_start.shape[0] - 1
-        and int(index.ctxset_context.max(initial=-1)) < index.lexer.context_start.shape[0]
+        ),
+        terminal_names=body.strings("/terminal_names"),
+        **{f: arrays[f] for f in _INDEX_FIELDS},
+        masks=decode_rows(masks, vocab.size),
+        kill_masks=decode_rows(kill_masks, vocab.size),
+        vocabulary=vocab,
+        kind=str(doc["kind"]),
+        spec_hash=str(body.field("/spec_hash")),
     )
-    if not ok:
-        raise ArtifactCorruptError("lark artifact tables do not fit together", source)

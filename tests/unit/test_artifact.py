@@ -12,6 +12,7 @@ from exactness import dfa_from_edges, tiny_vocabulary
 from fsmcompile import artifact
 from fsmcompile.errors import (
     ArtifactCorruptError,
+    ArtifactNotFoundError,
     ArtifactVersionError,
     VocabularyMismatchError,
 )
@@ -68,8 +69,10 @@ def test_artifact_not_an_artifact(index: TokenIndex, tmp_path: Path) -> None:
     path.write_text('{"type": "string"}' * 10)
     with pytest.raises(ArtifactCorruptError, match="bad magic"):
         artifact.load(path, index.vocabulary)
-    with pytest.raises(ArtifactCorruptError, match="cannot read"):
+    with pytest.raises(ArtifactNotFoundError, match="no artifact file") as missing:
         artifact.load(tmp_path / "missing.fsm", index.vocabulary)
+    assert isinstance(missing.value, FileNotFoundError)
+    assert not isinstance(missing.value, ArtifactCorruptError)
 
 
 def test_artifact_newer_format_is_a_version_error(index: TokenIndex) -> None:
