@@ -17,8 +17,7 @@ FsmcompileError
 │   ├── ArtifactVersionError             written in a newer or older format
 │   └── VocabularyMismatchError          compiled for another tokenizer
 └── StoreError
-    ├── StoreUnavailableError            the store cannot be reached
-    └── CacheWaitTimeoutError            another process's compile did not finish in time
+    └── StoreUnavailableError            the store cannot be reached
 """
 
 from __future__ import annotations
@@ -229,6 +228,3 @@ class StoreError(FsmcompileError):
 class StoreUnavailableError(StoreError):
     """The store cannot be reached (Redis down, bad URL, auth failure)."""
 
-
-class CacheWaitTimeoutError(StoreError):
-    """Waited for another process to publish an entry and it did not arrive in time."""
