@@ -227,4 +227,3 @@ class StoreError(FsmcompileError):
 
 class StoreUnavailableError(StoreError):
     """The store cannot be reached (Redis down, bad URL, auth failure)."""
-
