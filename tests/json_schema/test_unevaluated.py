@@ -46,7 +46,7 @@ CASES: list[tuple[str, dict[str, Any], list[Any], list[Any]]] = [
             "allOf": [{"properties": {"a": True}}, {"$ref": "#/$defs/b"}],
             "unevaluatedProperties": False,
         },
-        [{"a": 1, "b": "x"}, {"b": "x"}, {}, 3],
+        [{"b": "x", "a": 1}, {"b": "x"}, {}, 3],  # `$ref` targets first
         [{"c": 1}, {"a": 1, "c": 2}, {"b": 1}],
     ),
     (
