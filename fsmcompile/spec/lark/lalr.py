@@ -239,24 +239,28 @@ def _actions(
     from lark.parsers.lalr_analysis import Reduce, Shift
 
     names = [sym.name for sym in g.symbols]
-    trans_start, trans_sym = lr0.trans_start.tolist(), lr0.trans_sym.tolist()
-    trans_target = lr0.trans_target.tolist()
-    la_start, la_sym = lookaheads.start.tolist(), lookaheads.sym.tolist()
-    rule_start, la_rules = lookaheads.rule_start.tolist(), lookaheads.rules.tolist()
+    trans_start, la_start = lr0.trans_start.tolist(), lookaheads.start.tolist()
     num_states = len(trans_start) - 1
     shift = [(Shift, state) for state in range(num_states)]
     states: dict[int, dict[str, tuple[Any, Any]]] = {}
     collisions: list[str] = []
     conflict: str | None = None
     for state in range(num_states):
+        # Columns are read a state at a time: a dense grammar's are millions long, and
+        # reading them whole would take the better part of a second with no clock read.
         check_deadline("building the parse table")
+        moves = slice(trans_start[state], trans_start[state + 1])
+        targets = lr0.trans_target[moves].tolist()
         actions = {
-            names[trans_sym[t]]: shift[trans_target[t]]
-            for t in range(trans_start[state], trans_start[state + 1])
+            names[sym]: shift[target]
+            for sym, target in zip(lr0.trans_sym[moves].tolist(), targets, strict=True)
         }
-        for entry in range(la_start[state], la_start[state + 1]):
-            la = la_sym[entry]
-            reducing = la_rules[rule_start[entry] : rule_start[entry + 1]]
+        entries = slice(la_start[state], la_start[state + 1])
+        rule_start = lookaheads.rule_start[entries.start : entries.stop + 1].tolist()
+        base = rule_start[0]
+        la_rules = lookaheads.rules[base : rule_start[-1]].tolist()
+        for entry, la in enumerate(lookaheads.sym[entries].tolist()):
+            reducing = la_rules[rule_start[entry] - base : rule_start[entry + 1] - base]
             if len(reducing) > 1:
                 named = "".join("\n\t- " + str(g.rules[r]) for r in reducing)
                 collisions.append(
