@@ -1,10 +1,13 @@
 /* What every compiler kernel (the C modules beside the Python they speed up) shares: the
- * check of a buffer's item type, and growable arrays. Only the Python C API is used. */
+ * check of a buffer's item type, growable arrays, and the compile's deadline. Only the
+ * Python C API and the C library are used. */
 #ifndef FSMCOMPILE_KERNEL_H
 #define FSMCOMPILE_KERNEL_H
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
+#include <time.h>
 
 /* Whether a buffer holds native signed integers of `size` bytes ('i', 'l' or 'q', maybe
  * after a byte-order mark); for size 1, bools or bytes. */
@@ -31,6 +34,19 @@ static inline int kernel_grow(void **p, size_t *cap, size_t need, size_t size) {
     *p = q;
     *cap = cap2;
     return 0;
+}
+
+/* The clock `time.monotonic()` reads on Linux, in seconds, so a deadline the Python
+ * computed from it means the same instant here. */
+static inline double kernel_monotonic_s(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
+}
+
+/* Whether `deadline` (a `time.monotonic()` value, +inf for none) has passed. */
+static inline int kernel_past(double deadline) {
+    return !isinf(deadline) && kernel_monotonic_s() > deadline;
 }
 
 #endif

@@ -23,11 +23,9 @@
  * Only the Python C API is used: arrays come in through the buffer protocol.
  */
 #include "_kernel.h"
-#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define RESERVE_EVERY 256 /* new states between state-budget checks, as in Python */
 #define TICK_EVERY 64     /* states walked between clock reads (`Budget.tick`) */
@@ -45,14 +43,8 @@ typedef struct {
     long long value;
 } Limits;
 
-static double monotonic_s(void) {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now); /* what time.monotonic() reads on Linux */
-    return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
-}
-
 static int past_deadline(Limits *l) {
-    if (isinf(l->deadline) || monotonic_s() <= l->deadline) return 0;
+    if (!kernel_past(l->deadline)) return 0;
     l->stop = STOP_DEADLINE;
     return 1;
 }

@@ -6,12 +6,16 @@ action dict, its key order, and every conflict message word for word.
 Compared on the bundled grammars' rules, on the grammars real JSON schemas generate
 (merge rounds included, whose first builds end in collisions), on a deep chain, and on
 random grammars with empty rules, left and right recursion and conflicts of both kinds.
+Both C steps stop at the compile's deadline, on a grammar that keeps them busy for
+seconds, and a deadline not reached changes nothing.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import random
+import time
 from array import array
 from pathlib import Path
 from typing import Any
@@ -25,6 +29,8 @@ from lark import Lark
 from lark.exceptions import GrammarError
 from lark.grammar import NonTerminal, Rule, Terminal
 
+from fsmcompile.automaton.budget import compile_deadline
+from fsmcompile.errors import BudgetExceededError
 from fsmcompile.spec.lark import _lalr, lalr
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpora" / "jsonschemabench"
@@ -221,9 +227,87 @@ def test_inconsistent_columns_are_refused() -> None:
     columns = list(lalr._columns(grammar))
     root = grammar.item_base[-1]
     with pytest.raises(ValueError, match="int32"):
-        _lalr.lr0(array("q", grammar.item_next), *columns[1:], 2, 4, root)
+        _lalr.lr0(array("q", grammar.item_next), *columns[1:], 2, 4, root, math.inf)
     with pytest.raises(ValueError, match="root_item"):
-        _lalr.lr0(*columns, grammar.num_nt, len(grammar.symbols), 99)
+        _lalr.lr0(*columns, grammar.num_nt, len(grammar.symbols), 99, math.inf)
+    with pytest.raises(TypeError, match="real number"):
+        _lalr.lr0(*columns, grammar.num_nt, len(grammar.symbols), root, "soon")  # type: ignore[arg-type]
     columns[0] = array("i", [7 if s == -1 else s for s in grammar.item_next])
     with pytest.raises(ValueError, match="rule"):
-        _lalr.lr0(*columns, grammar.num_nt, len(grammar.symbols), root)
+        _lalr.lr0(*columns, grammar.num_nt, len(grammar.symbols), root, math.inf)
+
+
+def _keyword_chain(keywords: int) -> list[Any]:
+    """s: K0 s | K1 s | ... | END: a state per keyword, each holding every rule and
+    reading every keyword, so the item sets grow as keywords², the includes relation
+    too (every state's node includes every other's), each edge a set of every keyword."""
+    rules = [
+        Rule(NonTerminal("s"), [Terminal(f"K{i}"), NonTerminal("s")], i) for i in range(keywords)
+    ]
+    return [*rules, Rule(NonTerminal("s"), [Terminal("END")], keywords)]
+
+
+BUDGET_S = 0.2
+
+
+def _stops_in_time(step: Any) -> None:
+    """`step()` under a compile deadline BUDGET_S away raises the timeout within 2x it."""
+    began = time.monotonic()
+    with compile_deadline(began + BUDGET_S), pytest.raises(BudgetExceededError) as caught:
+        step()
+    assert time.monotonic() - began < 2 * BUDGET_S
+    assert caught.value.limit == "timeout_s"
+
+
+def test_the_lr0_step_stops_at_the_deadline() -> None:
+    # 4,000 keywords: 8,000 states of 4,000 items, 1 s of C unloaded (5x BUDGET_S).
+    grammar = lalr._numbered(_keyword_chain(4000), "s")
+    columns = lalr._columns(grammar)
+    _stops_in_time(lambda: lalr._lr0(grammar, columns))
+
+
+def test_the_lookahead_step_stops_at_the_deadline() -> None:
+    # 1,000 keywords: the lookaheads take 1 s of C unloaded (5x BUDGET_S), the LR(0)
+    # states 0.1 s, built first without a deadline.
+    grammar = lalr._numbered(_keyword_chain(1000), "s")
+    columns = lalr._columns(grammar)
+    lr0 = lalr._lr0(grammar, columns)
+    _stops_in_time(lambda: lalr._lookaheads(grammar, columns, lr0))
+    _stops_in_time(lambda: lalr.lalr_states(_keyword_chain(1000), "s"))
+
+
+def test_the_action_step_stops_at_the_deadline() -> None:
+    # s: s item | item; item: K0 | ... | K1999: every keyword's state reduces on every
+    # keyword, 4 million lookahead entries, 5 s of Python unloaded; the C steps (0.3 s)
+    # run first without a deadline.
+    rules = [
+        Rule(NonTerminal("s"), [NonTerminal("s"), NonTerminal("item")], 0),
+        Rule(NonTerminal("s"), [NonTerminal("item")], 1),
+        *(Rule(NonTerminal("item"), [Terminal(f"K{i}")], i) for i in range(2000)),
+    ]
+    grammar = lalr._numbered(rules, "s")
+    columns = lalr._columns(grammar)
+    lr0 = lalr._lr0(grammar, columns)
+    found = lalr._lookaheads(grammar, columns, lr0)
+    _stops_in_time(lambda: lalr._actions(grammar, lr0, found))
+
+
+def test_a_deadline_not_reached_changes_no_table() -> None:
+    # 100 keywords: the C steps read the clock dozens of times, and build what they build
+    # with no deadline (math.inf), which is the reference's.
+    with compile_deadline(time.monotonic() + 3600):
+        outcome = _assert_same(_keyword_chain(100), "s")
+        assert not isinstance(outcome, str)
+    grammar = lalr._numbered(_keyword_chain(100), "s")
+    columns = lalr._columns(grammar)
+    sizes = (grammar.num_nt, len(grammar.symbols))
+    root = grammar.item_base[-1]
+    far = time.monotonic() + 3600
+    built = [_lalr.lr0(*columns, *sizes, root, deadline) for deadline in (far, math.inf)]
+    assert built[0] == built[1] is not None
+    lr0 = [lalr._int32(column) for column in built[1]]
+    found = [
+        _lalr.lookaheads(*columns, *sizes, grammar.start, *lr0, deadline)
+        for deadline in (far, math.inf)
+    ]
+    assert found[0] == found[1] is not None

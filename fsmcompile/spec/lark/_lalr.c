@@ -22,6 +22,12 @@
  *   lookback pairs in order, terminals ascending), each with its rules in first-seen order.
  *
  * Traversals are iterative (explicit stacks), as deep grammars nest thousands of levels.
+ *
+ * Both steps take the compile's deadline (a `time.monotonic()` value, +inf for none) and
+ * read the clock every CLOCK_EVERY steps of work (an item placed, a relation edge, a
+ * lookahead bit), so a grammar whose every state reads every terminal (a rule of
+ * thousands of keywords: seconds of work) stops within a millisecond of it; they then
+ * return None and the caller raises the budget error.
  * Only the Python C API is used: arrays come in through the buffer protocol and go out
  * as bytearrays of native integers.
  */
@@ -29,6 +35,30 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* ---- the deadline ---------------------------------------------------------------------- */
+
+#define CLOCK_EVERY 1024 /* steps of work between clock reads (a step: 5 ns to 1 us) */
+
+typedef struct {
+    double deadline; /* a time.monotonic() value, +inf for none */
+    Py_ssize_t work; /* steps since the clock was last read */
+} Clock;
+
+/* Count `steps` more steps of work: 1 once the deadline has passed. */
+static inline int late(Clock *c, Py_ssize_t steps) {
+    c->work += steps;
+    if (c->work < CLOCK_EVERY) return 0;
+    c->work = 0;
+    return kernel_past(c->deadline);
+}
+
+/* The deadline argument: -1 with TypeError set when it is no number. */
+static int clock_of(PyObject *deadline, Clock *c) {
+    c->deadline = PyFloat_AsDouble(deadline);
+    c->work = 0;
+    return c->deadline == -1.0 && PyErr_Occurred() ? -1 : 0;
+}
 
 /* ---- growable int32 columns ---------------------------------------------------------- */
 
@@ -249,21 +279,23 @@ static inline uint64_t hash_items(const int32_t *items, Py_ssize_t len) {
 
 PyDoc_STRVAR(lr0_doc,
              "lr0(item_next, item_rule, item_base, rule_origin, nullable, num_nt, num_symbols, "
-             "root_item, /)\n--\n\n"
+             "root_item, deadline, /)\n--\n\n"
              "The LR(0) item sets from the kernel {root_item}, numbered breadth-first: "
              "(closure_start, closure_items, trans_start, trans_sym, trans_target), int32 "
              "bytearrays, CSR by state; a state's items ascending, its transitions in the "
-             "order their symbols first follow a dot in them.");
+             "order their symbols first follow a dot in them. None when time.monotonic() "
+             "passed deadline (inf for none) first.");
 
 static PyObject *lr0(PyObject *Py_UNUSED(m), PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != G_COUNT + 3) {
-        PyErr_SetString(PyExc_TypeError, "lr0 takes 8 arguments");
+    if (nargs != G_COUNT + 4) {
+        PyErr_SetString(PyExc_TypeError, "lr0 takes 9 arguments");
         return NULL;
     }
     long num_nt = PyLong_AsLong(args[G_COUNT]);
     long num_symbols = PyLong_AsLong(args[G_COUNT + 1]);
     long root_item = PyLong_AsLong(args[G_COUNT + 2]);
-    if (PyErr_Occurred()) return NULL;
+    Clock clock;
+    if (PyErr_Occurred() || clock_of(args[G_COUNT + 3], &clock) < 0) return NULL;
     Py_buffer views[G_COUNT];
     int opened = 0;
     PyObject *result = NULL;
@@ -422,6 +454,11 @@ static PyObject *lr0(PyObject *Py_UNUSED(m), PyObject *const *args, Py_ssize_t n
                 goto done;
         }
         if (vec_push(&trans_start, (int32_t)trans_sym.len) < 0) goto done;
+        if (late(&clock, 1 + items.len + groups.len)) {
+            result = Py_None;
+            Py_INCREF(result);
+            goto done;
+        }
     }
     result = Py_BuildValue("(NNNNN)", bytearray_of(closure_start.items, closure_start.len),
                            bytearray_of(closure_items.items, closure_items.len),
@@ -496,7 +533,8 @@ static int lr0_open(Lr0 *a, const Grammar *g, PyObject *const *args, Py_buffer *
  * connected parts at once (Tarjan). `value[x]` is the cell holding x's set, read as G(x)
  * when x is entered; the members of a part are given its root's cell when the part is
  * done, as lark gives them one set object. An OR goes into a node's current cell, so it
- * reaches every node sharing that cell. `weight`, `path` and `frames` are scratch of n. */
+ * reaches every node sharing that cell. `weight`, `path` and `frames` are scratch of n.
+ * 1 when the deadline passed first. */
 typedef struct {
     int32_t node, at, depth;
 } Frame;
@@ -510,9 +548,9 @@ static inline void link_cells(uint64_t *cells, Py_ssize_t words, int32_t *weight
     for (Py_ssize_t w = 0; w < words; w++) into[w] |= from[w];
 }
 
-static void digraph(int32_t n, const int32_t *rel_start, const int32_t *rel, int32_t *value,
-                    uint64_t *cells, Py_ssize_t words, int32_t *weight, int32_t *path,
-                    Frame *frames) {
+static int digraph(int32_t n, const int32_t *rel_start, const int32_t *rel, int32_t *value,
+                   uint64_t *cells, Py_ssize_t words, int32_t *weight, int32_t *path,
+                   Frame *frames, Clock *clock) {
     memset(weight, 0, (size_t)n * sizeof(int32_t));
     int32_t depth = 0, top = 0;
     for (int32_t origin = 0; origin < n; origin++) {
@@ -524,6 +562,7 @@ static void digraph(int32_t n, const int32_t *rel_start, const int32_t *rel, int
             Frame *f = &frames[top - 1];
             int32_t x = f->node, entered = 0;
             while (f->at < rel_start[x + 1]) {
+                if (late(clock, 1 + words)) return 1;
                 int32_t y = rel[f->at++];
                 if (weight[y] == 0) {
                     path[depth++] = y;
@@ -547,6 +586,7 @@ static void digraph(int32_t n, const int32_t *rel_start, const int32_t *rel, int
             if (top) link_cells(cells, words, weight, value, frames[top - 1].node, x);
         }
     }
+    return 0;
 }
 
 /* Rows of (row, value) pairs as CSR, rows in order, each row's values in pair order. */
@@ -572,35 +612,38 @@ static int csr_of_pairs(const Vec *pairs, int32_t n, int32_t **start_out, int32_
 PyDoc_STRVAR(lookaheads_doc,
              "lookaheads(item_next, item_rule, item_base, rule_origin, nullable, num_nt, "
              "num_symbols, start, closure_start, closure_items, trans_start, trans_sym, "
-             "trans_target, /)\n--\n\n"
+             "trans_target, deadline, /)\n--\n\n"
              "Per state, the terminals some rule is reduced on and those rules: (la_start, "
              "la_sym, la_rule_start, la_rules), int32 bytearrays (la_* CSR by state, "
-             "la_rules CSR by lookahead), all in first-seen order.");
+             "la_rules CSR by lookahead), all in first-seen order. None when "
+             "time.monotonic() passed deadline (inf for none) first.");
 
 static PyObject *lookaheads(PyObject *Py_UNUSED(m), PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != G_COUNT + 3 + L_COUNT) {
-        PyErr_SetString(PyExc_TypeError, "lookaheads takes 13 arguments");
+    if (nargs != G_COUNT + 4 + L_COUNT) {
+        PyErr_SetString(PyExc_TypeError, "lookaheads takes 14 arguments");
         return NULL;
     }
     long num_nt = PyLong_AsLong(args[G_COUNT]);
     long num_symbols = PyLong_AsLong(args[G_COUNT + 1]);
     long start_nt = PyLong_AsLong(args[G_COUNT + 2]);
-    if (PyErr_Occurred()) return NULL;
+    Clock clock;
+    if (PyErr_Occurred() || clock_of(args[G_COUNT + 3 + L_COUNT], &clock) < 0) return NULL;
     Py_buffer views[G_COUNT + L_COUNT];
     int opened = 0, opened_lr0 = 0;
     PyObject *result = NULL;
     Grammar g;
     Lr0 a;
-    Map trans = {0}, entry_of = {0};
-    int32_t *node_of_trans = NULL, *node_state = NULL, *seen_nt = NULL,
-            *last_seen = NULL, *rest_nullable = NULL, *items_start = NULL, *node_items = NULL,
-            *read_start = NULL, *read_rel = NULL, *inc_start = NULL, *inc_rel = NULL,
-            *value = NULL, *weight = NULL, *path = NULL, *lb_start = NULL, *out_start = NULL,
-            *out_sym = NULL, *out_rule_start = NULL, *out_rules = NULL, *at = NULL, *entry_at = NULL;
+    Map trans = {0};
+    int32_t *node_of_trans = NULL, *node_state = NULL, *seen_nt = NULL, *last_seen = NULL,
+            *rest_nullable = NULL, *items_start = NULL, *node_items = NULL, *read_start = NULL,
+            *read_rel = NULL, *inc_start = NULL, *inc_rel = NULL, *value = NULL, *weight = NULL,
+            *path = NULL, *lb_start = NULL, *pair_node = NULL, *pair_state = NULL,
+            *pair_order = NULL, *pairs_start = NULL, *at = NULL, *term_stamp = NULL,
+            *term_entry = NULL, *out_start = NULL, *out_rule_start = NULL, *out_rules = NULL;
     Frame *frames = NULL;
     uint64_t *cells = NULL;
-    Vec nodes = {0}, reads = {0}, found = {0}, includes = {0}, lookback = {0},
-        entry_state = {0}, entry_sym = {0}, entry_head = {0}, entry_tail = {0}, rule_pool = {0};
+    Vec nodes = {0}, reads = {0}, item_pairs = {0}, found = {0}, includes = {0}, lookback = {0},
+        entry_sym = {0}, entry_head = {0}, entry_tail = {0}, rule_pool = {0};
     if (grammar_open(&g, args, num_nt, num_symbols, views, &opened) < 0) goto done;
     if (lr0_open(&a, &g, args + G_COUNT + 3, views + G_COUNT, &opened_lr0) < 0) goto done;
     if (start_nt < 0 || start_nt >= num_nt) {
@@ -612,11 +655,24 @@ static PyObject *lookaheads(PyObject *Py_UNUSED(m), PyObject *const *args, Py_ss
     const Py_ssize_t num_trans = a.trans_start[S];
     const Py_ssize_t words = (g.num_symbols - N + 63) / 64;
 
+    /* None once the deadline has passed. */
+#define STOP_IF(passed)                                                                        \
+    do {                                                                                       \
+        if (passed) {                                                                          \
+            result = Py_None;                                                                  \
+            Py_INCREF(result);                                                                 \
+            goto done;                                                                         \
+        }                                                                                      \
+    } while (0)
+#define STOP_IF_LATE(steps) STOP_IF(late(&clock, (steps)))
+
     /* The transitions by (state, symbol), each with its relation node (or -1). */
     if (map_init(&trans, (size_t)num_trans) < 0) goto done;
-    for (int32_t s = 0; s < S; s++)
+    for (int32_t s = 0; s < S; s++) {
         for (int32_t t = a.trans_start[s]; t < a.trans_start[s + 1]; t++)
             if (map_put(&trans, (int64_t)s * g.num_symbols + a.trans_sym[t], t) < 0) goto done;
+        STOP_IF_LATE(1 + a.trans_start[s + 1] - a.trans_start[s]);
+    }
     node_of_trans = PyMem_Malloc(((size_t)num_trans + 1) * sizeof(int32_t));
     seen_nt = PyMem_Calloc((size_t)N, sizeof(int32_t));
     if (!node_of_trans || !seen_nt) {
@@ -682,7 +738,9 @@ static PyObject *lookaheads(PyObject *Py_UNUSED(m), PyObject *const *args, Py_ss
                     if (vec_push(&reads, x) < 0 || vec_push(&reads, t2) < 0) goto done;
                 }
             }
+            STOP_IF_LATE(1 + closure_start[after + 1] - closure_start[after]);
         }
+        STOP_IF_LATE(1 + closure_start[s + 1] - closure_start[s]);
     }
     const int32_t n = (int32_t)nodes.len;
     node_state = PyMem_Malloc((size_t)n * sizeof(int32_t));
@@ -738,22 +796,17 @@ static PyObject *lookaheads(PyObject *Py_UNUSED(m), PyObject *const *args, Py_ss
         }
     }
     /* Each node's items: those of its state whose rule is the node's nonterminal's. */
-    {
-        Vec pairs = {0};
-        for (int32_t s = 0; s < S; s++)
-            for (int32_t k = closure_start[s]; k < closure_start[s + 1]; k++) {
-                int32_t item = closure_items[k];
-                int32_t t = TRANS_OF(s, g.rule_origin[g.item_rule[item]]);
-                if (t >= 0 && node_of_trans[t] >= 0 &&
-                    (vec_push(&pairs, node_of_trans[t]) < 0 || vec_push(&pairs, item) < 0)) {
-                    vec_free(&pairs);
-                    goto done;
-                }
-            }
-        int bad = csr_of_pairs(&pairs, n, &items_start, &node_items);
-        vec_free(&pairs);
-        if (bad) goto done;
+    for (int32_t s = 0; s < S; s++) {
+        STOP_IF_LATE(1 + closure_start[s + 1] - closure_start[s]);
+        for (int32_t k = closure_start[s]; k < closure_start[s + 1]; k++) {
+            int32_t item = closure_items[k];
+            int32_t t = TRANS_OF(s, g.rule_origin[g.item_rule[item]]);
+            if (t >= 0 && node_of_trans[t] >= 0 &&
+                (vec_push(&item_pairs, node_of_trans[t]) < 0 || vec_push(&item_pairs, item) < 0))
+                goto done;
+        }
     }
+    if (csr_of_pairs(&item_pairs, n, &items_start, &node_items) < 0) goto done;
     /* includes (y -> x, each x once per y, x ascending) and lookback (per node in order) */
     lb_start = PyMem_Malloc(((size_t)n + 1) * sizeof(int32_t));
     if (!lb_start) {
@@ -778,6 +831,7 @@ static PyObject *lookaheads(PyObject *Py_UNUSED(m), PyObject *const *args, Py_ss
             }
             if (item == base && (vec_push(&lookback, state2) < 0 || vec_push(&lookback, r) < 0))
                 goto done;
+            STOP_IF_LATE(1 + end - item);
         }
         for (Py_ssize_t j = 0; j < found.len; j++) {
             int32_t y = found.items[j];
@@ -800,30 +854,54 @@ static PyObject *lookaheads(PyObject *Py_UNUSED(m), PyObject *const *args, Py_ss
         goto done;
     }
     for (int32_t x = 0; x < n; x++) value[x] = x;
-    digraph(n, read_start, read_rel, value, cells, words, weight, path, frames);
-    digraph(n, inc_start, inc_rel, value, cells, words, weight, path, frames);
+    STOP_IF(digraph(n, read_start, read_rel, value, cells, words, weight, path, frames, &clock));
+    STOP_IF(digraph(n, inc_start, inc_rel, value, cells, words, weight, path, frames, &clock));
 
-    /* (state, terminal) entries in first-seen order, each with its rules (a chain in
-     * rule_pool: rule, next) in first-seen order. */
-    const int64_t num_terms = g.num_symbols - N;
-    if (map_init(&entry_of, 1024) < 0) goto done;
-    for (int32_t x = 0; x < n; x++) {
-        const uint64_t *bits = cells + (size_t)value[x] * (size_t)words;
+    /* Per state, its lookahead terminals in first-seen order, each with its rules (a chain
+     * in rule_pool: rule, next) in first-seen order, over the lookback pairs in order
+     * (nodes in order, each node's pairs in order, terminals ascending): the pairs grouped
+     * by state, order kept, then a pass per state that finds its terminals' entries by a
+     * stamp (no table of every (state, terminal), whose growth no clock read divides). */
+    const Py_ssize_t num_pairs = lookback.len / 2;
+    const int32_t num_terms = g.num_symbols - N;
+    pair_node = PyMem_Malloc(((size_t)num_pairs + 1) * sizeof(int32_t));
+    pair_state = PyMem_Malloc(((size_t)num_pairs + 1) * sizeof(int32_t));
+    pair_order = PyMem_Malloc(((size_t)num_pairs + 1) * sizeof(int32_t));
+    at = PyMem_Malloc(((size_t)S + 1) * sizeof(int32_t));
+    out_start = PyMem_Malloc(((size_t)S + 1) * sizeof(int32_t));
+    term_stamp = PyMem_Calloc((size_t)num_terms, sizeof(int32_t));
+    term_entry = PyMem_Malloc((size_t)num_terms * sizeof(int32_t));
+    if (!pair_node || !pair_state || !pair_order || !at || !out_start || !term_stamp ||
+        !term_entry) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (int32_t x = 0; x < n; x++)
         for (int32_t l = lb_start[x]; l < lb_start[x + 1]; l++) {
-            int32_t state = lookback.items[2 * l], r = lookback.items[2 * l + 1];
+            pair_node[l] = x;
+            pair_state[l] = lookback.items[2 * l];
+        }
+    pairs_start = starts_of(pair_state, num_pairs, S);
+    if (!pairs_start) goto done;
+    memcpy(at, pairs_start, ((size_t)S + 1) * sizeof(int32_t));
+    for (Py_ssize_t l = 0; l < num_pairs; l++) pair_order[at[pair_state[l]]++] = (int32_t)l;
+    for (int32_t state = 0; state < S; state++) {
+        out_start[state] = (int32_t)entry_sym.len;
+        for (int32_t p = pairs_start[state]; p < pairs_start[state + 1]; p++) {
+            int32_t l = pair_order[p], r = lookback.items[2 * l + 1];
+            const uint64_t *bits = cells + (size_t)value[pair_node[l]] * (size_t)words;
+            Py_ssize_t steps = 1 + words;
             for (Py_ssize_t w = 0; w < words; w++) {
-                for (uint64_t word = bits[w]; word; word &= word - 1) {
-                    int64_t term = (int64_t)w * 64 + __builtin_ctzll(word);
-                    int64_t key = (int64_t)state * num_terms + term;
-                    int32_t e = map_get(&entry_of, key);
-                    if (e < 0) {
-                        e = (int32_t)entry_state.len;
-                        if (map_put(&entry_of, key, e) < 0 || vec_push(&entry_state, state) < 0 ||
-                            vec_push(&entry_sym, (int32_t)(N + term)) < 0 ||
-                            vec_push(&entry_head, -1) < 0 || vec_push(&entry_tail, -1) < 0)
+                for (uint64_t word = bits[w]; word; word &= word - 1, steps++) {
+                    int32_t term = (int32_t)(w * 64 + __builtin_ctzll(word));
+                    if (term_stamp[term] != state + 1) {
+                        term_stamp[term] = state + 1;
+                        term_entry[term] = (int32_t)entry_sym.len;
+                        if (vec_push(&entry_sym, N + term) < 0 || vec_push(&entry_head, -1) < 0 ||
+                            vec_push(&entry_tail, -1) < 0)
                             goto done;
                     }
-                    int32_t c = entry_head.items[e];
+                    int32_t e = term_entry[term], c = entry_head.items[e];
                     while (c >= 0 && rule_pool.items[c] != r) c = rule_pool.items[c + 1];
                     if (c >= 0) continue;
                     c = (int32_t)rule_pool.len;
@@ -835,50 +913,45 @@ static PyObject *lookaheads(PyObject *Py_UNUSED(m), PyObject *const *args, Py_ss
                     entry_tail.items[e] = c;
                 }
             }
+            STOP_IF_LATE(steps);
         }
     }
 #undef TRANS_OF
 #undef MISSING
-    /* Entries grouped by state, first-seen order kept within each. */
-    Py_ssize_t E = entry_state.len, num_rules_out = rule_pool.len / 2;
-    out_start = starts_of(entry_state.items, E, S);
-    at = PyMem_Malloc(((size_t)S + 1) * sizeof(int32_t));
-    entry_at = PyMem_Malloc(((size_t)E + 1) * sizeof(int32_t));
-    out_sym = PyMem_Malloc(((size_t)E + 1) * sizeof(int32_t));
+#undef STOP_IF_LATE
+#undef STOP_IF
+    Py_ssize_t E = entry_sym.len, filled = 0;
+    out_start[S] = (int32_t)E;
     out_rule_start = PyMem_Malloc(((size_t)E + 1) * sizeof(int32_t));
-    out_rules = PyMem_Malloc(((size_t)num_rules_out + 1) * sizeof(int32_t));
-    if (!out_start || !at || !entry_at || !out_sym || !out_rule_start || !out_rules) {
-        if (!PyErr_Occurred()) PyErr_NoMemory();
+    out_rules = PyMem_Malloc(((size_t)rule_pool.len / 2 + 1) * sizeof(int32_t));
+    if (!out_rule_start || !out_rules) {
+        PyErr_NoMemory();
         goto done;
     }
-    memcpy(at, out_start, ((size_t)S + 1) * sizeof(int32_t));
-    for (Py_ssize_t e = 0; e < E; e++) entry_at[at[entry_state.items[e]]++] = (int32_t)e;
-    Py_ssize_t filled = 0;
-    for (Py_ssize_t slot = 0; slot < E; slot++) {
-        int32_t e = entry_at[slot];
-        out_sym[slot] = entry_sym.items[e];
-        out_rule_start[slot] = (int32_t)filled;
+    for (Py_ssize_t e = 0; e < E; e++) {
+        out_rule_start[e] = (int32_t)filled;
         for (int32_t c = entry_head.items[e]; c >= 0; c = rule_pool.items[c + 1])
             out_rules[filled++] = rule_pool.items[c];
     }
     out_rule_start[E] = (int32_t)filled;
-    result = Py_BuildValue("(NNNN)", bytearray_of(out_start, S + 1), bytearray_of(out_sym, E),
+    result = Py_BuildValue("(NNNN)", bytearray_of(out_start, S + 1),
+                           bytearray_of(entry_sym.items, E),
                            bytearray_of(out_rule_start, E + 1), bytearray_of(out_rules, filled));
 done:
     while (opened_lr0 > 0) PyBuffer_Release(&views[G_COUNT + --opened_lr0]);
     while (opened > 0) PyBuffer_Release(&views[--opened]);
-    int32_t *arrays[] = {node_of_trans, node_state, seen_nt,   last_seen, rest_nullable,
-                         items_start,   node_items, read_start, read_rel, inc_start, inc_rel,
-                         value,         weight,     path,     lb_start,  out_start, out_sym,
-                         out_rule_start, out_rules, at, entry_at};
+    int32_t *arrays[] = {node_of_trans, node_state,  seen_nt,        last_seen,  rest_nullable,
+                         items_start,   node_items,  read_start,     read_rel,   inc_start,
+                         inc_rel,       value,       weight,         path,       lb_start,
+                         pair_node,     pair_state,  pair_order,     pairs_start, at,
+                         term_stamp,    term_entry,  out_start,      out_rule_start, out_rules};
     for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++) PyMem_Free(arrays[i]);
     PyMem_Free(frames);
     PyMem_Free(cells);
-    Vec *vecs[] = {&nodes,      &reads,      &found,      &includes,    &lookback,  &entry_state,
-                   &entry_sym,  &entry_head, &entry_tail, &rule_pool};
+    Vec *vecs[] = {&nodes,     &reads,      &item_pairs, &found,     &includes,
+                   &lookback,  &entry_sym,  &entry_head, &entry_tail, &rule_pool};
     for (size_t i = 0; i < sizeof(vecs) / sizeof(vecs[0]); i++) vec_free(vecs[i]);
     map_free(&trans);
-    map_free(&entry_of);
     return result;
 }
 

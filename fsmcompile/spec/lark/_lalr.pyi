@@ -9,8 +9,9 @@ def lr0(
     num_nt: int,
     num_symbols: int,
     root_item: int,
+    deadline: float,
     /,
-) -> tuple[bytearray, bytearray, bytearray, bytearray, bytearray]: ...
+) -> tuple[bytearray, bytearray, bytearray, bytearray, bytearray] | None: ...
 def lookaheads(
     item_next: object,
     item_rule: object,
@@ -25,5 +26,6 @@ def lookaheads(
     trans_start: object,
     trans_sym: object,
     trans_target: object,
+    deadline: float,
     /,
-) -> tuple[bytearray, bytearray, bytearray, bytearray]: ...
+) -> tuple[bytearray, bytearray, bytearray, bytearray] | None: ...

@@ -14,6 +14,11 @@ definition. The states are the ones lark builds, numbered breadth-first
 with lark's message, which `from_rules._merge_twins` reads. A test compares the tables
 with `Lark(text)`'s on every generated shape.
 
+Every step honours the running compile's deadline (`compile_deadline`): the C steps take
+it and read the clock every thousand steps of work, as a grammar whose every state reads
+every terminal (a rule of thousands of keywords) keeps them busy for seconds; the Python
+step checks it per state.
+
 Reduce/reduce collisions are reported before a shift/reduce conflict wherever both
 occur: lark meets its states in hash order and so reports either, while merging twin
 rules (what a collision message leads to) can only help.
@@ -21,19 +26,18 @@ rules (what a collision message leads to) can only help.
 
 from __future__ import annotations
 
+import math
+import time
 from array import array
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-from fsmcompile.automaton.budget import check_deadline
+from fsmcompile.automaton.budget import check_deadline, seconds_left
 from fsmcompile.spec.lark import _lalr
 
 __all__ = ["LalrStates", "lalr_states"]
-
-_STATES_PER_CHECK = 64
-"""States given their actions between deadline checks (a state may hold thousands)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +56,7 @@ def lalr_states(rules: Sequence[Any], start: str) -> LalrStates:
     Raises:
         lark.exceptions.GrammarError: rules defined twice, an undefined rule, an LALR
             reduce/reduce collision or a shift/reduce conflict (lark's messages).
+        BudgetExceededError: the compile's deadline passed (limit "timeout_s").
     """
     grammar = _numbered(rules, start)
     columns = _columns(grammar)
@@ -183,10 +188,27 @@ def _columns(g: _Grammar) -> _Columns:
     )
 
 
+def _deadline() -> float:
+    """The running compile's deadline as the C steps take it: a `time.monotonic()` value,
+    inf for none."""
+    left = seconds_left()
+    return math.inf if left is None else time.monotonic() + left
+
+
+def _finished(found: tuple[bytearray, ...] | None, what: str) -> tuple[memoryview, ...]:
+    """A C step's int32 columns; None (it stopped at the deadline) raises the budget
+    error."""
+    if found is None:
+        check_deadline(what)
+        raise AssertionError(f"_lalr stopped {what} before the deadline")
+    return tuple(map(_int32, found))
+
+
 def _lr0(g: _Grammar, columns: _Columns) -> _Lr0:
     """The LR(0) item sets (lark's compute_lr0_states)."""
     root = g.item_base[len(g.rules) - 1]
-    return _Lr0(*map(_int32, _lalr.lr0(*columns, g.num_nt, len(g.symbols), root)))
+    found = _lalr.lr0(*columns, g.num_nt, len(g.symbols), root, _deadline())
+    return _Lr0(*_finished(found, "building the LR(0) states"))
 
 
 def _lookaheads(g: _Grammar, columns: _Columns, lr0: _Lr0) -> _Lookaheads:
@@ -202,8 +224,9 @@ def _lookaheads(g: _Grammar, columns: _Columns, lr0: _Lr0) -> _Lookaheads:
         lr0.trans_start,
         lr0.trans_sym,
         lr0.trans_target,
+        _deadline(),
     )
-    return _Lookaheads(*map(_int32, found))
+    return _Lookaheads(*_finished(found, "computing the LALR lookaheads"))
 
 
 def _actions(
@@ -216,25 +239,28 @@ def _actions(
     from lark.parsers.lalr_analysis import Reduce, Shift
 
     names = [sym.name for sym in g.symbols]
-    trans_start, trans_sym = lr0.trans_start.tolist(), lr0.trans_sym.tolist()
-    trans_target = lr0.trans_target.tolist()
-    la_start, la_sym = lookaheads.start.tolist(), lookaheads.sym.tolist()
-    rule_start, la_rules = lookaheads.rule_start.tolist(), lookaheads.rules.tolist()
+    trans_start, la_start = lr0.trans_start.tolist(), lookaheads.start.tolist()
     num_states = len(trans_start) - 1
     shift = [(Shift, state) for state in range(num_states)]
     states: dict[int, dict[str, tuple[Any, Any]]] = {}
     collisions: list[str] = []
     conflict: str | None = None
     for state in range(num_states):
-        if state % _STATES_PER_CHECK == 0:
-            check_deadline("building the parse table")
+        # Columns are read a state at a time: a dense grammar's are millions long, and
+        # reading them whole would take the better part of a second with no clock read.
+        check_deadline("building the parse table")
+        moves = slice(trans_start[state], trans_start[state + 1])
+        targets = lr0.trans_target[moves].tolist()
         actions = {
-            names[trans_sym[t]]: shift[trans_target[t]]
-            for t in range(trans_start[state], trans_start[state + 1])
+            names[sym]: shift[target]
+            for sym, target in zip(lr0.trans_sym[moves].tolist(), targets, strict=True)
         }
-        for entry in range(la_start[state], la_start[state + 1]):
-            la = la_sym[entry]
-            reducing = la_rules[rule_start[entry] : rule_start[entry + 1]]
+        entries = slice(la_start[state], la_start[state + 1])
+        rule_start = lookaheads.rule_start[entries.start : entries.stop + 1].tolist()
+        base = rule_start[0]
+        la_rules = lookaheads.rules[base : rule_start[-1]].tolist()
+        for entry, la in enumerate(lookaheads.sym[entries].tolist()):
+            reducing = la_rules[rule_start[entry] - base : rule_start[entry + 1] - base]
             if len(reducing) > 1:
                 named = "".join("\n\t- " + str(g.rules[r]) for r in reducing)
                 collisions.append(
