@@ -42,10 +42,11 @@ def _reason(engine: Engine, ids: list[int], rejected_at: int | None, disagreemen
 
 
 def _compile_failure(exc: BaseException, base: dict[str, Any], seconds: float) -> dict[str, Any]:
+    text = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
     if isinstance(exc, Unsupported):
         features = getattr(exc.__cause__, "features", ())
-        return {**base, "outcome": "unsupported", "keywords": sorted({k for _, k in features})}
-    text = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+        keywords = sorted({k for _, k in features})
+        return {**base, "outcome": "unsupported", "keywords": keywords, "error": text}
     if isinstance(exc, CompileFailed) and text.startswith("budget"):
         return {**base, "outcome": "budget", "limit": text, "seconds_spent": seconds}
     return {**base, "outcome": "error", "error": text}

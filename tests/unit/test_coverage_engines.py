@@ -102,3 +102,11 @@ def test_unknown_engines_are_refused() -> None:
     with pytest.raises(ValueError, match="unknown engines"):
         pick_engines("fsmcompile,nope")
     assert pick_engines("fsmcompile") == ["fsmcompile"]
+
+
+def test_an_unsupported_schema_keeps_the_engine_message(fsmcompile_engine: Engine) -> None:
+    schema = {"type": "array", "items": {"type": "object"}, "uniqueItems": True}
+    result = check_record(fsmcompile_engine, {"id": "t", "schema": schema}, [], 10.0)
+    assert result["outcome"] == "unsupported"
+    assert result["keywords"] == ["uniqueItems"]
+    assert "cannot be enforced" in result["error"]
