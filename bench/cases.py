@@ -18,6 +18,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "corpora" / "jsonschemabench"
+if not CORPUS.exists() and Path("/work/shared/corpora/jsonschemabench").exists():
+    CORPUS = Path("/work/shared/corpora/jsonschemabench")  # a checkout outside the project
 JSB_SUBSETS = ("Glaiveai2K", "Github_easy", "Github_medium", "Kubernetes", "Snowplow")
 
 WORDS_50 = (

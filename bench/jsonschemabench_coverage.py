@@ -36,24 +36,25 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import multiprocessing
 import os
 import random
 import statistics
 import sys
 import time
-import traceback
 from collections import Counter
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # the worker is forked
 
-from bench.measure import describe_machine, machine, percentile  # noqa: E402
+from bench.coverage_engines import EngineWorker, ttfm_ratio  # noqa: E402
+from bench.engines import ENGINES, is_installed  # noqa: E402
+from bench.measure import describe_machine, machine, package_version, percentile  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "corpora" / "jsonschemabench"
+SHARED_CORPUS = Path("/work/shared/corpora/jsonschemabench")
+"""Where the corpus is looked for when `CORPUS` (beside the checkout) is missing."""
 TOKENIZERS = {
     "llama3": ROOT.parent / "shared" / "tokenizers" / "llama3" / "tokenizer.json",
     "gpt2": ROOT / "tests" / "data" / "gpt2" / "tokenizer.json.gz",
@@ -79,13 +80,25 @@ SNIPPET = 300
 # --- inputs ---------------------------------------------------------------------------
 
 
+def resolve_corpus(corpus: Path | None = None) -> Path:
+    """`corpus`, else `CORPUS` beside the checkout, else the machine's shared copy."""
+    if corpus is not None:
+        return corpus
+    return CORPUS if CORPUS.exists() or not SHARED_CORPUS.exists() else SHARED_CORPUS
+
+
 def load_records(
-    subset: str, limit: int | None, ids: set[str] | None, *, sample_seed: int | None = None
+    subset: str,
+    limit: int | None,
+    ids: set[str] | None,
+    *,
+    sample_seed: int | None = None,
+    corpus: Path | None = None,
 ) -> list[dict[str, Any]]:
     """The first `limit` records of a subset in the corpus' natural id order (or `ids`);
     with `sample_seed`, `limit` records drawn uniformly with that seed, in id order."""
     records = []
-    with open(CORPUS / subset / "schemas.jsonl", encoding="utf-8") as handle:
+    with open(resolve_corpus(corpus) / subset / "schemas.jsonl", encoding="utf-8") as handle:
         for line in handle:
             record = json.loads(line)
             if ids is not None and record["id"] not in ids:
@@ -99,9 +112,9 @@ def load_records(
     return records
 
 
-def upstream_sizes() -> dict[str, int]:
+def upstream_sizes(corpus: Path | None = None) -> dict[str, int]:
     """Schemas per subset in the full upstream benchmark (the corpus' `index.json`)."""
-    index = json.loads((CORPUS / "index.json").read_text(encoding="utf-8"))
+    index = json.loads((resolve_corpus(corpus) / "index.json").read_text(encoding="utf-8"))
     return {name: int(entry["total"]) for name, entry in index["subsets"].items()}
 
 
@@ -345,100 +358,6 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {lines[0] if lines else ''}"
 
 
-def safe_check(record: dict[str, Any], tests: list[dict[str, Any]], vocab: Any, **kw: Any) -> Any:
-    """`check_schema`, with any unexpected exception turned into an `error` outcome."""
-    try:
-        return check_schema(record, tests, vocab, **kw)
-    except Exception as exc:  # noqa: BLE001 - a compiler bug must not stop the run
-        traceback.print_exc(file=sys.stderr)
-        return {
-            "id": record["id"],
-            "subset": record.get("subset"),
-            "outcome": "error",
-            "error": _first_line(exc),
-        }
-
-
-def _serve(conn: Connection, vocab: Any, settings: dict[str, Any]) -> None:
-    """Worker loop: (record, tests) in, result out, until None."""
-    while True:
-        job = conn.recv()
-        if job is None:
-            return
-        conn.send(safe_check(job[0], job[1], vocab, **settings))
-
-
-class Runner:
-    """Runs schemas in one forked worker (inheriting the vocabulary), replaced when stuck.
-
-    `in_process=True` runs them here instead (no hard time-out; for debugging).
-    """
-
-    def __init__(
-        self, vocab: Any, settings: dict[str, Any], hard_timeout_s: float, *, in_process: bool
-    ) -> None:
-        self.vocab = vocab
-        self.settings = settings
-        self.hard_timeout_s = hard_timeout_s
-        self.in_process = in_process or "fork" not in multiprocessing.get_all_start_methods()
-        self.process: Any = None
-        self.conn: Connection | None = None
-
-    def _start(self) -> None:
-        ctx = multiprocessing.get_context("fork")
-        parent, child = ctx.Pipe()
-        self.process = ctx.Process(
-            target=_serve, args=(child, self.vocab, self.settings), daemon=True
-        )
-        self.process.start()
-        child.close()
-        self.conn = parent
-
-    def _stop(self) -> None:
-        if self.process is not None:
-            self.process.kill()
-            self.process.join(5)
-        if self.conn is not None:
-            self.conn.close()
-        self.process = self.conn = None
-
-    def run(self, record: dict[str, Any], tests: list[dict[str, Any]]) -> dict[str, Any]:
-        if self.in_process:
-            result: dict[str, Any] = safe_check(record, tests, self.vocab, **self.settings)
-            return result
-        if self.process is None or not self.process.is_alive():
-            self._stop()
-            self._start()
-        assert self.conn is not None
-        base = {"id": record["id"], "subset": record.get("subset")}
-        started = time.perf_counter()
-        try:
-            self.conn.send((record, tests))
-            if self.conn.poll(self.hard_timeout_s):
-                result = self.conn.recv()
-                return result
-        except (EOFError, OSError):
-            code = None
-            if self.process is not None:
-                self.process.join(5)
-                code = self.process.exitcode
-            self._stop()
-            return {**base, "outcome": "error", "error": f"worker died (exit code {code})"}
-        self._stop()
-        spent = time.perf_counter() - started
-        return {**base, "outcome": "budget", "limit": "hard-timeout", "seconds_spent": spent}
-
-    def close(self) -> None:
-        if self.conn is not None:
-            try:
-                self.conn.send(None)
-            except OSError:
-                pass
-        if self.process is not None:
-            self.process.join(5)
-        self._stop()
-
-
 # --- summary and report -----------------------------------------------------------------
 
 
@@ -448,6 +367,9 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     times = sorted(r["compile_s"] * 1e3 for r in compiled)
     mask_ns = sorted(ns for r in compiled for ns in r.get("mask_ns", ()))
     warm_ns = sorted(ns for r in compiled for ns in r.get("mask_warm_ns", ()))
+    ttfm = sorted(r["ttfm_s"] * 1e3 for r in compiled if "ttfm_s" in r)
+    cpu = sorted(s * 1e3 for r in compiled for s in r.get("cpu_instance_s", ()))
+    index = sorted(r["index_s"] * 1e3 for r in compiled if r.get("index_s") is not None)
     keywords: Counter[str] = Counter()
     for r in results:
         keywords.update(r.get("keywords", []))
@@ -470,6 +392,10 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
         "mask_us_p99": percentile(mask_ns, 99) / 1e3 if mask_ns else None,
         "mask_us_warm_avg": statistics.fmean(warm_ns) / 1e3 if warm_ns else None,
         "mask_us_warm_p99": percentile(warm_ns, 99) / 1e3 if warm_ns else None,
+        "ttfm_ms_p50": percentile(ttfm, 50) if ttfm else None,
+        "ttfm_ms_p99": percentile(ttfm, 99) if ttfm else None,
+        "cpu_ms_p50": percentile(cpu, 50) if cpu else None,
+        "index_ms_p50": percentile(index, 50) if index else None,
         "top_unsupported": keywords.most_common(8),
     }
 
@@ -492,13 +418,17 @@ COLUMNS = (
     ("mask_us_p99", "p99 µs", 7),
     ("mask_us_warm_avg", "warm µs", 7),
     ("mask_us_warm_p99", "warm p99", 8),
+    ("ttfm_ms_p50", "TTFM p50", 8),
+    ("ttfm_ms_p99", "TTFM p99", 8),
+    ("cpu_ms_p50", "CPU/inst", 8),
+    ("index_ms_p50", "index ms", 8),
 )
 
 
 def _cell(key: str, value: Any) -> str:
     if value is None:
         return "-"
-    if key.startswith("compile_ms"):
+    if key.startswith(("compile_ms", "ttfm_ms", "cpu_ms", "index_ms")):
         return f"{value:.0f}" if value >= 100 else f"{value:.1f}"
     if key.startswith("mask_us"):
         return f"{value:.2f}"
@@ -519,54 +449,11 @@ def table_lines(rows: dict[str, dict[str, Any]]) -> list[str]:
     return lines
 
 
-def markdown(report: dict[str, Any]) -> str:
-    """The report as Markdown: settings, the table, then every schema that did not pass."""
-    opts = report["options"]
-    out = [
-        "# JSONSchemaBench coverage, token level",
-        "",
-        f"Tokenizer {report['tokenizer']['label']} ({report['tokenizer']['size']} ids, "
-        f"EOS {report['tokenizer']['eos']}); whitespace {opts['whitespace']}, strict "
-        f"{opts['strict']}, timeout {opts['timeout_s']} s, max_states {opts['max_states']}, "
-        + (
-            f"{opts['limit']} schemas per subset drawn with seed {opts['sample_seed']}."
-            if opts.get("sample_seed") is not None
-            else f"first {opts['limit']} schemas per subset."
-        ),
-        "",
-        describe_machine(report["machine"]),
-        "",
-        "| " + " | ".join(title for _, title, _ in COLUMNS) + " |",
-        "| --- |" + " ---: |" * (len(COLUMNS) - 1),
-    ]
-    rows = {name: s["summary"] for name, s in report["subsets"].items()}
-    if "total" in report:
-        rows["**total**"] = report["total"]
-    for name, summary in rows.items():
-        out.append(
-            "| " + " | ".join([name] + [_cell(k, summary[k]) for k, _, _ in COLUMNS[1:]]) + " |"
-        )
-    out += [
-        "",
-        "over / under count schemas with some valid instance rejected / some invalid one "
-        "accepted (a schema can be in both); notest: compiled schemas with no labelled "
-        "instance (counted as passed); compile ms over compiled schemas; mask µs: "
-        "`fill_bitmask` per token over the valid instances' first walks (tables cold, as "
-        "the first requests of a schema see them); warm µs: the same walks again, tables "
-        "warm.",
-    ]
-    weighted = report.get("weighted_pass")
-    if weighted:
-        out += ["", _weighted_line(weighted)]
-    failing = [
-        r
-        for s in report["subsets"].values()
-        for r in s["results"]
-        if r["outcome"] in ("over", "under", "error") or r.get("disagreements")
-    ]
-    if failing:
-        out += ["", "## Over, under, errors", ""]
-        for r in failing:
+def _failure_lines(results: list[dict[str, Any]]) -> list[str]:
+    """Every schema that did not pass (over, under, error, disagreement, budget)."""
+    out = []
+    for r in results:
+        if r["outcome"] in ("over", "under", "error") or r.get("disagreements"):
             detail = r.get("error") or ""
             if "first_failure" in r:
                 f = r["first_failure"]
@@ -578,18 +465,94 @@ def markdown(report: dict[str, Any]) -> str:
                 else ""
             )
             out.append(f"* `{r['id']}` {r['outcome']}{extra}: {detail}")
-    budget = [
-        r for s in report["subsets"].values() for r in s["results"] if r["outcome"] == "budget"
+        elif r["outcome"] == "budget":
+            out.append(
+                f"* `{r['id']}` budget: {r.get('limit')} after {r.get('seconds_spent', 0):.1f} s"
+            )
+    return out
+
+
+def comparison_lines(report: dict[str, Any]) -> list[str]:
+    """One Markdown row per engine: weighted pass rate, over/under, TTFM and its ratio."""
+    by_engine = {
+        name: [r for s in e["subsets"].values() for r in s["results"]]
+        for name, e in report["engines"].items()
+    }
+    out = [
+        "| engine | pass / n | weighted pass | over | under | unsup | budg | err "
+        "| TTFM p50 ms | TTFM p99 ms | TTFM ×fsm | mask µs | warm µs | CPU/inst p50 ms "
+        "| index p50 ms |",
+        "| --- |" + " ---: |" * 14,
     ]
-    if budget:
-        out += ["", "## Budget", ""]
-        out += [
-            f"* `{r['id']}`: {r.get('limit')} after {r.get('seconds_spent', 0):.1f} s"
-            for r in budget
+    for name, e in report["engines"].items():
+        t = e.get("total") or summarize(by_engine[name])
+        w = e.get("weighted_pass")
+        weighted = f"{100 * w['rate']:.1f}% ± {100 * w['half_width']:.1f}%" if w else "-"
+        ratio = ttfm_ratio(by_engine, name) if name != "fsmcompile" else None
+        cells = [
+            name,
+            f"{t['passed']} / {t['schemas']}",
+            weighted,
+            *(str(t[k]) for k in ("over", "under", "unsupported", "budget", "error")),
+            *(_cell(k, t[k]) for k in ("ttfm_ms_p50", "ttfm_ms_p99")),
+            f"{ratio:.2f}" if ratio else "-",
+            *(_cell(k, t[k]) for k in ("mask_us_avg", "mask_us_warm_avg", "cpu_ms_p50")),
+            _cell("index_ms", t["index_ms_p50"]),
         ]
-    keywords = report.get("total", {}).get("top_unsupported")
-    if keywords:
-        out += ["", "Unsupported keywords (schemas): " + ", ".join(f"{k} {n}" for k, n in keywords)]
+        out.append("| " + " | ".join(cells) + " |")
+    return out
+
+
+def markdown(report: dict[str, Any]) -> str:
+    """The report as Markdown: settings, the engines side by side, a table per engine,
+    then every schema that did not pass."""
+    opts = report["options"]
+    out = [
+        "# JSONSchemaBench coverage, token level",
+        "",
+        f"Tokenizer {report['tokenizer']['label']} ({report['tokenizer']['size']} ids); "
+        f"fsmcompile whitespace {opts['whitespace']}, strict {opts['strict']}, "
+        f"max_states {opts['max_states']}; every engine: TTFM budget {opts['timeout_s']} s, "
+        f"hard time-out {opts['hard_timeout_s']:g} s, "
+        + (
+            f"{opts['limit']} schemas per subset drawn with seed {opts['sample_seed']}."
+            if opts.get("sample_seed") is not None
+            else f"first {opts['limit']} schemas per subset."
+        ),
+        f"Engines: {', '.join(f'{n} {v}' for n, v in report['versions'].items())}.",
+        "",
+        describe_machine(report["machine"]),
+        "",
+        *comparison_lines(report),
+        "",
+        "TTFM ×fsm: median over schemas both compiled of the engine's TTFM / fsmcompile's "
+        "(> 1: fsmcompile is faster). Columns are defined in bench/README.md.",
+    ]
+    for name, engine in report["engines"].items():
+        out += [
+            "",
+            f"## {name}",
+            "",
+            "| " + " | ".join(title for _, title, _ in COLUMNS) + " |",
+            "| --- |" + " ---: |" * (len(COLUMNS) - 1),
+        ]
+        rows = {sub: s["summary"] for sub, s in engine["subsets"].items()}
+        if "total" in engine:
+            rows["**total**"] = engine["total"]
+        for sub, summary in rows.items():
+            cells = [sub] + [_cell(k, summary[k]) for k, _, _ in COLUMNS[1:]]
+            out.append("| " + " | ".join(cells) + " |")
+        if engine.get("weighted_pass"):
+            out += ["", _weighted_line(engine["weighted_pass"])]
+        keywords = engine.get("total", {}).get("top_unsupported")
+        if keywords:
+            out += [
+                "",
+                "Unsupported keywords (schemas): " + ", ".join(f"{k} {n}" for k, n in keywords),
+            ]
+        failing = _failure_lines([r for s in engine["subsets"].values() for r in s["results"]])
+        if failing:
+            out += ["", f"### {name}: schemas that did not pass", "", *failing]
     return "\n".join(out) + "\n"
 
 
@@ -627,17 +590,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="seed of --sample")
     parser.add_argument("--all", action="store_true", help="every schema (no --limit)")
     parser.add_argument("--tokenizer", default="llama3", help="llama3, gpt2 or a tokenizer.json")
+    parser.add_argument("--corpus", type=Path, default=None, help="JSONSchemaBench folder")
+    parser.add_argument(
+        "--engines",
+        default=None,
+        help="comma-separated; default: fsmcompile and every installed peer",
+    )
     parser.add_argument("--lenient", action="store_true", help="strict=False")
     parser.add_argument("--whitespace", default="compact")
     parser.add_argument("--max-states", type=int, default=100_000)
-    parser.add_argument("--timeout-s", type=float, default=10.0, help="per compile")
+    parser.add_argument("--timeout-s", type=float, default=10.0, help="compile + first mask")
     parser.add_argument(
         "--hard-timeout-s",
         type=float,
         default=None,
         help="kill the worker past this (compile + walks); default 3 x timeout + 30",
     )
-    parser.add_argument("--in-process", action="store_true", help="no worker (debugging)")
     parser.add_argument(
         "--out", type=Path, default=ROOT / "bench" / "results" / "jsonschemabench_coverage.json"
     )
@@ -650,37 +618,43 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown subsets {unknown}; expected some of {', '.join(SUBSETS)}")
     subsets = list(dict.fromkeys(subsets)) or list(SUBSETS)
+    try:
+        engines = pick_engines(args.engines)
+    except ValueError as exc:
+        parser.error(str(exc))
     limit = None if args.all else args.sample or args.limit
     sample_seed = args.seed if args.sample and not args.all else None
     ids = set(args.ids) if args.ids else None
+    corpus = resolve_corpus(args.corpus)
 
     from fsmcompile import Vocabulary
 
     label, path = resolve_tokenizer(args.tokenizer)
     started = time.perf_counter()
     vocab = Vocabulary.from_file(path)
-    vocab.trie  # noqa: B018 - built once here, inherited by the worker
-    vocab.fingerprint  # noqa: B018 - part of every cache key compile_spec computes
-    vocab.encode("{}")  # the tokenizer itself
-    options = {"whitespace": args.whitespace, "strict": not args.lenient}
-    warm_up(vocab, options)
+    vocab.encode("{}")  # the tokenizer itself, inherited by the workers
     print(
-        f"tokenizer {label} ({path}): {vocab.size} ids, EOS {list(vocab.eos_token_ids)}, "
-        f"loaded and warmed up in {time.perf_counter() - started:.1f} s",
+        f"tokenizer {label} ({path}): {vocab.size} ids, loaded in "
+        f"{time.perf_counter() - started:.1f} s; engines {', '.join(engines)}",
         file=sys.stderr,
     )
-    settings = {"options": options, "timeout_s": args.timeout_s, "max_states": args.max_states}
+    options = {"whitespace": args.whitespace, "strict": not args.lenient}
+    settings = {
+        "timeout_s": args.timeout_s,
+        "engine_options": {
+            "timeout_s": args.timeout_s,
+            "options": options,
+            "max_states": args.max_states,
+        },
+    }
     hard = args.hard_timeout_s or 3 * args.timeout_s + 30
-    runner = Runner(vocab, settings, hard, in_process=args.in_process)
-
+    workers = {
+        name: EngineWorker(name, str(path), settings, vocab.encode, hard) for name in engines
+    }
     report: dict[str, Any] = {
         "machine": machine(),
-        "tokenizer": {
-            "label": label,
-            "path": str(path),
-            "size": vocab.size,
-            "eos": list(vocab.eos_token_ids),
-        },
+        "tokenizer": {"label": label, "path": str(path), "size": vocab.size},
+        "versions": {name: package_version(ENGINES[name][1].replace("_", "-")) for name in engines},
         "options": {
             **options,
             "max_states": args.max_states,
@@ -688,57 +662,87 @@ def main(argv: list[str] | None = None) -> int:
             "hard_timeout_s": hard,
             "limit": limit,
             "sample_seed": sample_seed,
+            "corpus": str(corpus),
         },
-        "subsets": {},
+        "engines": {name: {"subsets": {}} for name in engines},
     }
     md_path = args.out.with_suffix(".md")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    print("\n".join(table_lines({})), flush=True)
-    all_results: list[dict[str, Any]] = []
+    print("\n".join(["engine      " + table_lines({})[0]]), flush=True)
     try:
         for subset in subsets:
-            records = load_records(subset, limit, ids, sample_seed=sample_seed)
+            records = load_records(subset, limit, ids, sample_seed=sample_seed, corpus=corpus)
             print(f"{subset}: {len(records)} schemas", file=sys.stderr, flush=True)
-            results = []
+            results: dict[str, list[dict[str, Any]]] = {name: [] for name in engines}
             for done, record in enumerate(records, 1):
+                record = {**record, "subset": subset}
                 tests = prepare_tests(record, vocab, args.whitespace)
-                result = runner.run(record, tests)
-                result.setdefault("subset", subset)
-                _progress(done, len(records), result)
-                results.append(result)
-            all_results += results
-            summary = summarize(results)
-            report["subsets"][subset] = {"summary": summary, "results": results}
-            print(table_lines({subset: summary})[1], flush=True)
+                for name, worker in workers.items():
+                    result = worker.run(record, tests)
+                    result.setdefault("subset", subset)
+                    _progress(done, len(records), {**result, "id": f"{name} {result['id']}"})
+                    results[name].append(result)
+            for name in engines:
+                summary = summarize(results[name])
+                report["engines"][name]["subsets"][subset] = {
+                    "summary": summary,
+                    "results": results[name],
+                }
+                print(f"{name:<11} " + table_lines({subset: summary})[1], flush=True)
             _write(report, args.out, md_path)
     finally:
-        runner.close()
-    report["total"] = summarize(all_results)
-    print(table_lines({"total": report["total"]})[1], flush=True)
-    summaries = {name: s["summary"] for name, s in report["subsets"].items()}
-    report["weighted_pass"] = weighted_pass_rate(summaries, upstream_sizes())
-    if report["weighted_pass"]:
-        print(_weighted_line(report["weighted_pass"]), flush=True)
-    if report["total"]["disagreements"]:
-        print(
-            f"{report['total']['disagreements']} mask/advance disagreements: see {md_path}",
-            file=sys.stderr,
-        )
+        for worker in workers.values():
+            worker.close()
+    sizes = upstream_sizes(corpus)
+    for name, engine in report["engines"].items():
+        everything = [r for s in engine["subsets"].values() for r in s["results"]]
+        engine["total"] = summarize(everything)
+        summaries = {sub: s["summary"] for sub, s in engine["subsets"].items()}
+        engine["weighted_pass"] = weighted_pass_rate(summaries, sizes)
+        print(f"{name:<11} " + table_lines({"total": engine["total"]})[1], flush=True)
+        if engine["weighted_pass"]:
+            print(f"{name:<11} " + _weighted_line(engine["weighted_pass"]), flush=True)
+        if engine["total"]["disagreements"]:
+            print(f"{name}: {engine['total']['disagreements']} mask/advance disagreements")
+    print("\n".join(comparison_lines(report)), flush=True)
     _write(report, args.out, md_path)
     print(f"wrote {args.out} and {md_path}", file=sys.stderr)
     return 0
 
 
+def pick_engines(spec: str | None) -> list[str]:
+    """Engine names from `--engines`; by default fsmcompile and every installed peer."""
+    if spec is None:
+        return [n for n in ("fsmcompile", "llguidance", "xgrammar") if is_installed(n)]
+    names = list(dict.fromkeys(n.strip() for n in spec.split(",") if n.strip()))
+    unknown = [n for n in names if n not in ENGINES]
+    if unknown:
+        raise ValueError(f"unknown engines {unknown}; expected some of {', '.join(ENGINES)}")
+    missing = [n for n in names if not is_installed(n)]
+    if missing:
+        raise ValueError(f"not installed: {missing} (pip install -e '.[bench]')")
+    return names
+
+
 def _write(report: dict[str, Any], json_path: Path, md_path: Path) -> None:
     """JSON (per-token mask samples left out) and Markdown, after every subset."""
+    heavy = ("mask_ns", "mask_warm_ns")
     slim = {
         **report,
-        "subsets": {
+        "engines": {
             name: {
-                "summary": s["summary"],
-                "results": [{k: v for k, v in r.items() if k != "mask_ns"} for r in s["results"]],
+                **engine,
+                "subsets": {
+                    sub: {
+                        "summary": s["summary"],
+                        "results": [
+                            {k: v for k, v in r.items() if k not in heavy} for r in s["results"]
+                        ],
+                    }
+                    for sub, s in engine["subsets"].items()
+                },
             }
-            for name, s in report["subsets"].items()
+            for name, engine in report["engines"].items()
         },
     }
     json_path.write_text(json.dumps(slim, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

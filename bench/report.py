@@ -99,6 +99,9 @@ def summarize_suite(
         "token_us": summarize(tokens),
         "token_best_us": summarize(best_tokens),
         "mask_us": summarize([x for r in ok for x in r["mask_us"]]),
+        "mask_warm_us": summarize([x for r in ok for x in r.get("mask_warm_us", [])]),
+        "cpu_instance_ms": summarize([x * 1e3 for r in ok for x in r.get("cpu_instance_s", [])]),
+        "index_ms": summarize([r["index_s"] * 1e3 for r in ok if r.get("index_s") is not None]),
         "advance_us": summarize([x for r in ok for x in r["advance_us"]]),
         "forced_bytes_share": (
             sum(f["forced_bytes"] for f in forced) / forced_tokens
@@ -166,6 +169,28 @@ def summary_table(summary: dict[str, dict[str, dict[str, Any]]]) -> str:
                 f"{_fmt(_stat(tok, 'max'))} | {_ratio_fmt(row['ratio_token'])} | "
                 f"{forced} | "
                 f"{_fmt(_stat(row['rss_mb'], 'max'))} | {_fmt(_stat(row['artifact_kb'], 'p50'))} |"
+            )
+    return "\n".join(lines)
+
+
+def ttfm_table(summary: dict[str, dict[str, dict[str, Any]]]) -> str:
+    """Time to first mask with no same-spec memo, mask µs first walk and warm, CPU per
+    instance and time to the complete index, per suite and engine."""
+    lines = [
+        "| suite | engine | TTFM p50 ms | p99 | ×fsm | mask µs 1st walk | warm | CPU / "
+        "instance p50 ms | p99 | complete index p50 ms |",
+        "|" + "---|" * 10,
+    ]
+    for suite, engines in summary.items():
+        for engine, row in engines.items():
+            cpu = row["cpu_instance_ms"]
+            index = _fmt(_stat(row["index_ms"], "p50")) if row["index_ms"] else "–"
+            lines.append(
+                f"| {suite} | {engine} | {_fmt(_stat(row['ttfm_ms'], 'p50'))} | "
+                f"{_fmt(_stat(row['ttfm_ms'], 'p99'))} | {_ratio_fmt(row['ratio_ttfm'])} | "
+                f"{_fmt(_stat(row['mask_us'], 'avg'))} | "
+                f"{_fmt(_stat(row['mask_warm_us'], 'avg'))} | "
+                f"{_fmt(_stat(cpu, 'p50'))} | {_fmt(_stat(cpu, 'p99'))} | {index} |"
             )
     return "\n".join(lines)
 
@@ -376,8 +401,9 @@ def render_markdown(run: dict[str, Any], summary: dict[str, Any]) -> str:
     notes = [
         f"Tokenizer {tok['label']} ({tok['vocab_size']} ids, EOS {tok['eos_token_id']}); "
         f"per-case time-out {run['timeout_s']:g} s (a failure); compile and 1st mask are "
-        "each case's first compile (later ones may reuse what an engine kept of the same "
-        f"spec); up to {run['reps']} repetitions give the median in latest.json; "
+        "each case's first compile, with fsmcompile's stage memos emptied before every "
+        f"compile (no same-spec memo); up to {run['reps']} repetitions give the median in "
+        "latest.json; "
         f"{'quick run' if run['quick'] else 'full run'} in "
         f"{run.get('wall_s', 0):.0f} s.",
         "Instances: JSON compact (`,`/`:`, UTF-8), accepted by every engine's default "
@@ -400,6 +426,7 @@ def render_markdown(run: dict[str, Any], summary: dict[str, Any]) -> str:
                 describe_machine(run["machine"]),
                 "\n".join(f"- {n}" for n in notes),
                 "## Summary\n\n" + summary_table(summary),
+                "## Time to first mask\n\n" + ttfm_table(summary),
                 "## Vocabulary preparation\n\n" + vocab_table(run),
                 "## fsmcompile figures (issue 2)\n\n" + fsmcompile_figures(run),
                 "## Correctness\n\n" + correctness_notes(run),

@@ -87,6 +87,14 @@ class Engine:
     #: Whitespace the engine's JSON Schema compiler allows by default (for the report).
     json_whitespace = ""
     eos_token_id = -1
+    #: Whether `compile` builds the whole index (then its time is the time to the complete
+    #: index); False for engines that build masks lazily while decoding.
+    builds_complete_index = False
+
+    def forget_compiles(self) -> None:
+        """Drop what the engine memoizes across compiles of the same spec, so the next
+        compile costs what a server seeing the spec for the first time pays (default: the
+        engine keeps nothing, or the adapter turned its cache off)."""
 
     def prepare_vocab(self, tokenizer_path: str) -> dict[str, float]:
         """Build the engine's vocabulary for one tokenizer; returns timed parts in seconds."""

@@ -23,10 +23,29 @@ class FsmcompileEngine(Engine):
     name = "fsmcompile"
     package = "fsmcompile"
     json_whitespace = "compact only (`,` and `:`, no spaces; the default)"
+    builds_complete_index = True
 
-    def __init__(self, *, timeout_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        *,
+        timeout_s: float = 30.0,
+        options: dict[str, Any] | None = None,
+        max_states: int | None = None,
+    ) -> None:
         self.timeout_s = timeout_s
+        self.options = options
+        self.max_states = max_states
         self.tokenizer_path = ""
+
+    def forget_compiles(self) -> None:
+        """Empty every stage memo (`fsmcompile.memo.clear_stage_memos`): the LALR analyses,
+        built DFAs, conflict checks and whole indexes of specs seen before. The
+        `functools` caches of shared pieces (Unicode classes, format regexes, UTF-8 range
+        automata) stay warm, as in any server that has compiled other specs. The runtime's
+        per-index table memos are stage memos too, so they are emptied as well."""
+        from fsmcompile.memo import clear_stage_memos
+
+        clear_stage_memos()
 
     def prepare_vocab(self, tokenizer_path: str) -> dict[str, float]:
         from fsmcompile import Vocabulary
@@ -48,9 +67,12 @@ class FsmcompileEngine(Engine):
         try:
             from fsmcompile import compile_spec
 
-            result = compile_spec(
-                case["kind"], case["spec"], self.vocab, cache=False, timeout_s=self.timeout_s
-            )
+            limits: dict[str, Any] = {"timeout_s": self.timeout_s}
+            if self.max_states is not None:
+                limits["max_states"] = self.max_states
+            if self.options is not None and case["kind"] == "json":
+                limits["options"] = self.options
+            result = compile_spec(case["kind"], case["spec"], self.vocab, cache=False, **limits)
         except (ImportError, NotImplementedError, UnsupportedFeatureError) as exc:
             raise Unsupported(f"{type(exc).__name__}: {exc}") from exc
         except BudgetExceededError as exc:

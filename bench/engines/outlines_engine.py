@@ -34,6 +34,7 @@ class OutlinesEngine(Engine):
     name = "outlines"
     package = "outlines_core"
     json_whitespace = "optional single space (`[ ]?`, the default WHITESPACE)"
+    builds_complete_index = True  # `Index` walks the whole DFA against the vocabulary
 
     def prepare_vocab(self, tokenizer_path: str) -> dict[str, float]:
         facts = tokenizer_facts(tokenizer_path)

@@ -22,6 +22,9 @@ class XgrammarEngine(Engine):
     name = "xgrammar"
     package = "xgrammar"
     json_whitespace = "any whitespace (`any_whitespace=True`, the default)"
+    #: Compile builds the adaptive token-mask cache of every grammar position; only
+    #: context-dependent tokens are checked while decoding.
+    builds_complete_index = True
 
     def prepare_vocab(self, tokenizer_path: str) -> dict[str, float]:
         self.eos_token_id = tokenizer_facts(tokenizer_path)["eos_token_id"]
