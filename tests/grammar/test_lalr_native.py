@@ -248,14 +248,18 @@ def _keyword_chain(keywords: int) -> list[Any]:
 
 
 BUDGET_S = 0.2
+SCHEDULING_S = 0.2
+"""Allowance for a busy machine's scheduler: the steps overran by 0.5-1 s before they
+read the clock, and stop within milliseconds of the deadline now."""
 
 
 def _stops_in_time(step: Any) -> None:
-    """`step()` under a compile deadline BUDGET_S away raises the timeout within 2x it."""
+    """`step()` under a compile deadline BUDGET_S away raises the timeout within 2x it
+    (plus the scheduling allowance)."""
     began = time.monotonic()
     with compile_deadline(began + BUDGET_S), pytest.raises(BudgetExceededError) as caught:
         step()
-    assert time.monotonic() - began < 2 * BUDGET_S
+    assert time.monotonic() - began < 2 * BUDGET_S + SCHEDULING_S
     assert caught.value.limit == "timeout_s"
 
 
