@@ -947,7 +947,7 @@ static int walk_init(Walk *w) {
     w->capacity = 16;
     w->cur = PyMem_Malloc(w->capacity * sizeof(Reading));
     w->next = PyMem_Malloc(w->capacity * sizeof(Reading));
-    int maps = map_init(&w->em_ids, 64) | map_init(&w->set_ids, 64) | map_init(&w->next_ids, 64);
+    int maps = map_init(&w->em_ids, 8) | map_init(&w->set_ids, 8) | map_init(&w->next_ids, 8);
     if (!w->cur || !w->next || maps < 0 || column_push(&w->em_parent, -1) < 0 ||
         column_push(&w->em_terminal, -1) < 0 || column_push(&w->em_context, -1) < 0 ||
         column_push(&w->set_start, 0) < 0)
