@@ -968,13 +968,15 @@ static void walk_free(Walk *w) {
 }
 
 /* The key under which an id of hash `h` is first looked for; on a collision the next
- * key is tried (keys are >= 0). */
+ * key is tried. Keys stay below 2^62, so the map's key + 1 cannot overflow. */
+#define WALK_KEY_MASK (INT64_MAX >> 1)
+
 static inline int64_t hash_key(uint64_t h) {
-    return (int64_t)((h ^ (h >> 31)) >> 1);
+    return (int64_t)(h ^ (h >> 31)) & WALK_KEY_MASK;
 }
 
 static inline int64_t next_key(int64_t key) {
-    return (key + 1) & INT64_MAX;
+    return (key + 1) & WALK_KEY_MASK;
 }
 
 static uint64_t hash_ints(const int32_t *items, size_t count) {
