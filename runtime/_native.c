@@ -926,33 +926,76 @@ typedef struct {
     int32_t emitted, state, cons, grown, fresh;
 } Reading;
 
+/* Most readings one byte of a walk may hold. A grammar's walks hold a few; tables whose
+ * shifts lead to several contexts let every repeated terminal double them (2^(n-1) for n
+ * dashes), so past this bound the walk ends in a ValueError, never an exponential wait. */
+#define MAX_WALK_READINGS 4096
+
 typedef struct {
     Column em_parent, em_terminal, em_context; /* emitted sequences: node -> parent + step */
     Column set_start, set_items;               /* constraint sets, each sorted */
+    Map em_ids, set_ids, next_ids;             /* hash -> node, set, reading of `next` */
     Reading *cur, *next;
     size_t num_cur, num_next, capacity;
     int32_t *scratch;
     size_t scratch_len, scratch_cap;
+    size_t too_many_at; /* 1 + the offset of the byte past MAX_WALK_READINGS; 0 if none */
     int failed;
 } Walk;
+
+static int walk_init(Walk *w) {
+    w->capacity = 16;
+    w->cur = PyMem_Malloc(w->capacity * sizeof(Reading));
+    w->next = PyMem_Malloc(w->capacity * sizeof(Reading));
+    int maps = map_init(&w->em_ids, 8) | map_init(&w->set_ids, 8) | map_init(&w->next_ids, 8);
+    if (!w->cur || !w->next || maps < 0 || column_push(&w->em_parent, -1) < 0 ||
+        column_push(&w->em_terminal, -1) < 0 || column_push(&w->em_context, -1) < 0 ||
+        column_push(&w->set_start, 0) < 0)
+        return -1;
+    return 0;
+}
 
 static void walk_free(Walk *w) {
     Column *columns[] = {&w->em_parent, &w->em_terminal, &w->em_context, &w->set_start,
                          &w->set_items};
     for (size_t i = 0; i < sizeof(columns) / sizeof(*columns); i++) PyMem_Free(columns[i]->items);
+    map_free(&w->em_ids);
+    map_free(&w->set_ids);
+    map_free(&w->next_ids);
     PyMem_Free(w->cur);
     PyMem_Free(w->next);
     PyMem_Free(w->scratch);
 }
 
+/* The key under which an id of hash `h` is first looked for; on a collision the next
+ * key is tried. Keys stay below 2^62, so the map's key + 1 cannot overflow. */
+#define WALK_KEY_MASK (INT64_MAX >> 1)
+
+static inline int64_t hash_key(uint64_t h) {
+    return (int64_t)(h ^ (h >> 31)) & WALK_KEY_MASK;
+}
+
+static inline int64_t next_key(int64_t key) {
+    return (key + 1) & WALK_KEY_MASK;
+}
+
+static uint64_t hash_ints(const int32_t *items, size_t count) {
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)count;
+    for (size_t i = 0; i < count; i++) h = mix(h, (uint32_t)items[i]);
+    return h;
+}
+
 static int32_t emitted_node(Walk *w, int32_t parent, int32_t terminal, int32_t context) {
-    for (size_t i = 1; i < w->em_parent.len; i++) {
-        if (w->em_parent.items[i] == parent && w->em_terminal.items[i] == terminal &&
-            w->em_context.items[i] == context)
-            return (int32_t)i;
+    int32_t step[3] = {parent, terminal, context};
+    int64_t key = hash_key(hash_ints(step, 3)), node;
+    for (; map_get(&w->em_ids, key, &node); key = next_key(key)) {
+        if (w->em_parent.items[node] == parent && w->em_terminal.items[node] == terminal &&
+            w->em_context.items[node] == context)
+            return (int32_t)node;
     }
     if (column_push(&w->em_parent, parent) < 0 || column_push(&w->em_terminal, terminal) < 0 ||
-        column_push(&w->em_context, context) < 0) {
+        column_push(&w->em_context, context) < 0 ||
+        map_put(&w->em_ids, key, (int64_t)w->em_parent.len - 1) < 0) {
         w->failed = 1;
         return 0;
     }
@@ -971,18 +1014,21 @@ static int32_t constraint_set(Walk *w, int32_t *items, size_t count) {
     for (size_t i = 0; i < count; i++) {
         if (n == 0 || items[n - 1] != items[i]) items[n++] = items[i];
     }
-    size_t num_sets = w->set_start.len - 1;
-    for (size_t s = 0; s < num_sets; s++) {
+    int64_t key = hash_key(hash_ints(items, n)), s;
+    for (; map_get(&w->set_ids, key, &s); key = next_key(key)) {
         int32_t lo = w->set_start.items[s], hi = w->set_start.items[s + 1];
         if ((size_t)(hi - lo) == n &&
             (!n || !memcmp(w->set_items.items + lo, items, n * sizeof(int32_t))))
             return (int32_t)s;
     }
+    int32_t num_sets = (int32_t)w->set_start.len - 1;
     for (size_t i = 0; i < n; i++) {
         if (column_push(&w->set_items, items[i]) < 0) w->failed = 1;
     }
-    if (column_push(&w->set_start, (int32_t)w->set_items.len) < 0) w->failed = 1;
-    return (int32_t)num_sets;
+    if (column_push(&w->set_start, (int32_t)w->set_items.len) < 0 ||
+        map_put(&w->set_ids, key, num_sets) < 0)
+        w->failed = 1;
+    return num_sets;
 }
 
 static int32_t *walk_scratch(Walk *w, size_t size) {
@@ -999,9 +1045,17 @@ static int32_t *walk_scratch(Walk *w, size_t size) {
     return w->scratch;
 }
 
-static void add_reading(Walk *w, Reading r) {
-    for (size_t i = 0; i < w->num_next; i++) {
+/* Add `r` to the readings after this byte, unless it is there already (a hash lookup: a
+ * byte costs its readings, not their square). */
+static void add_reading(Walk *w, Reading r, size_t at) {
+    int32_t fields[5] = {r.emitted, r.state, r.cons, r.grown, r.fresh};
+    int64_t key = hash_key(hash_ints(fields, 5)), i;
+    for (; map_get(&w->next_ids, key, &i); key = next_key(key)) {
         if (!memcmp(&w->next[i], &r, sizeof(Reading))) return;
+    }
+    if (w->num_next == MAX_WALK_READINGS) {
+        w->too_many_at = at + 1;
+        return;
     }
     if (w->num_next == w->capacity) {
         size_t cap = w->capacity * 2;
@@ -1014,6 +1068,10 @@ static void add_reading(Walk *w, Reading r) {
         }
         w->next = next;
         w->capacity = cap;
+    }
+    if (map_put(&w->next_ids, key, (int64_t)w->num_next) < 0) {
+        w->failed = 1;
+        return;
     }
     w->next[w->num_next++] = r;
 }
@@ -1039,10 +1097,12 @@ static void walk_readings(Parser *self, Walk *w, int32_t state, const int32_t *c
     memcpy(first, cons, num_cons * sizeof(int32_t));
     w->cur[0] = (Reading){0, state, constraint_set(w, first, num_cons), 0, -1};
     w->num_cur = 1;
-    for (size_t at = 0; at < len && w->num_cur && !w->failed; at++) {
+    for (size_t at = 0; at < len && w->num_cur && !w->failed && !w->too_many_at; at++) {
         int32_t cls = class_of_byte[data[at]];
         w->num_next = 0;
-        for (size_t i = 0; i < w->num_cur && !w->failed; i++) {
+        memset(w->next_ids.keys, 0, (w->next_ids.mask + 1) * sizeof(int64_t));
+        w->next_ids.len = 0;
+        for (size_t i = 0; i < w->num_cur && !w->failed && !w->too_many_at; i++) {
             Reading r = w->cur[i];
             int32_t lo = w->set_start.items[r.cons], hi = w->set_start.items[r.cons + 1];
             int32_t stepped = r.cons;
@@ -1065,9 +1125,11 @@ static void walk_readings(Parser *self, Walk *w, int32_t state, const int32_t *c
             int32_t nq = moves[move];
             if (nq >= 0) {
                 int32_t item = starts[move];
-                add_reading(w, r.fresh < 0
-                                   ? (Reading){r.emitted, nq, stepped, r.grown + item, -1}
-                                   : (Reading){r.emitted, nq, stepped, r.grown, r.fresh + item});
+                add_reading(w,
+                            r.fresh < 0
+                                ? (Reading){r.emitted, nq, stepped, r.grown + item, -1}
+                                : (Reading){r.emitted, nq, stepped, r.grown, r.fresh + item},
+                            at);
             }
             int32_t lab = label[r.state];
             if (lab < 0 || (nq >= 0 && label[nq] >= 0)) continue;
@@ -1088,7 +1150,8 @@ static void walk_readings(Parser *self, Walk *w, int32_t state, const int32_t *c
                 if (!ignored[lab]) after = emitted_node(w, r.emitted, lab, context);
                 int64_t begin = (int64_t)context_start[context] * width + cls;
                 if (moves[begin] >= 0)
-                    add_reading(w, (Reading){after, moves[begin], cut, r.grown, starts[begin]});
+                    add_reading(w, (Reading){after, moves[begin], cut, r.grown, starts[begin]},
+                                at);
             }
         }
         Reading *swap = w->cur;
@@ -1435,12 +1498,7 @@ static PyObject *Parser_walk_bytes(Parser *self, PyObject *const *args, Py_ssize
     Walk w = {0};
     Py_ssize_t num_cons = PyTuple_GET_SIZE(cons);
     int32_t *states = PyMem_Malloc(((size_t)num_cons + 1) * sizeof(int32_t));
-    w.capacity = 16;
-    w.cur = PyMem_Malloc(w.capacity * sizeof(Reading));
-    w.next = PyMem_Malloc(w.capacity * sizeof(Reading));
-    if (!states || !w.cur || !w.next || column_push(&w.em_parent, -1) < 0 ||
-        column_push(&w.em_terminal, -1) < 0 || column_push(&w.em_context, -1) < 0 ||
-        column_push(&w.set_start, 0) < 0) {
+    if (!states || walk_init(&w) < 0) {
         PyErr_NoMemory();
         goto done;
     }
@@ -1454,6 +1512,13 @@ static PyObject *Parser_walk_bytes(Parser *self, PyObject *const *args, Py_ssize
     walk_readings(self, &w, (int32_t)state, states, (size_t)num_cons, data.buf, (size_t)data.len);
     if (w.failed) {
         PyErr_NoMemory();
+        goto done;
+    }
+    if (w.too_many_at) {
+        PyErr_Format(PyExc_ValueError,
+                     "walk_bytes: more than %d readings of a %zd-byte text at byte %zu: the "
+                     "lexer contexts the parse table's shifts lead to branch without bound",
+                     MAX_WALK_READINGS, data.len, w.too_many_at - 1);
         goto done;
     }
     result = PyList_New((Py_ssize_t)w.num_cur);
@@ -2065,7 +2130,8 @@ static PyMethodDef Parser_methods[] = {
      "union(runs) -> int32[W] bytes: the OR of the groups of some runs (int32 ids as bytes)"},
     {"walk_bytes", (PyCFunction)(void (*)(void))Parser_walk_bytes, METH_FASTCALL,
      "walk_bytes(lexer_state, constraint_states, data) -> every reading of the bytes, as "
-     "(((terminal, context), ...), lexer state, (constraint states, ...), grown, fresh)"},
+     "(((terminal, context), ...), lexer state, (constraint states, ...), grown, fresh); "
+     "ValueError past MAX_WALK_READINGS (4096) readings at one byte"},
     {"advance_inside", (PyCFunction)(void (*)(void))Parser_advance_inside, METH_FASTCALL,
      "advance_inside(stack, lexer_state, count, token) -> the configurations after a token "
      "that stays inside the pending lexeme (one, or none), or None where it may cut it"},

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from fsmcompile.errors import ArtifactCorruptError
 from fsmcompile.types import TokenId
 
 from ._native import write_row
@@ -72,6 +73,10 @@ class GrammarMatcher(Matcher):
         Returns:
             True if allowed (EOS where the text is complete terminates the matcher); False
             if not, and then the state is unchanged.
+
+        Raises:
+            ArtifactCorruptError: the index's tables let the token's bytes branch into more
+                readings than any walk may hold (`walk_bytes`); the state is unchanged.
         """
         if self._terminated:
             return False
@@ -81,7 +86,10 @@ class GrammarMatcher(Matcher):
             self._history.append((self._configs, self._fresh, False))
             self._terminated = True
             return True
-        nxt = self._tables.advance(self._configs, token_id)
+        try:
+            nxt = self._tables.advance(self._configs, token_id)
+        except ValueError as error:
+            raise _walk_error(error) from error
         if not nxt:
             return False
         self._history.append((self._configs, self._fresh, False))
@@ -124,7 +132,10 @@ class GrammarMatcher(Matcher):
         """The text every continuation from here must start with (b"" if none)."""
         if self._terminated:
             return b""
-        return self._tables.forced(self._configs, self._fresh)[0]
+        try:
+            return self._tables.forced(self._configs, self._fresh)[0]
+        except ValueError as error:
+            raise _walk_error(error) from error
 
     def forced_token_ids(self) -> list[TokenId]:
         """Token ids for jump-forward: the canonical encoding of `forced_bytes()`.
@@ -135,4 +146,16 @@ class GrammarMatcher(Matcher):
         """
         if self._terminated:
             return []
-        return list(self._tables.forced_token_ids(self._configs, self._fresh))
+        try:
+            return list(self._tables.forced_token_ids(self._configs, self._fresh))
+        except ValueError as error:
+            raise _walk_error(error) from error
+
+
+def _walk_error(error: ValueError) -> ArtifactCorruptError:
+    """The error of a walk the C parser refused (`Parser.walk_bytes`: more readings of a
+    token's bytes than its bound). A grammar's walks hold a few readings a byte; a parse
+    table that sends one terminal's shifts into several lexer contexts, each taking that
+    terminal again, doubles them per repeat, so the request fails here instead of waiting
+    out an exponential walk."""
+    return ArtifactCorruptError(f"grammar index tables: {error}")
