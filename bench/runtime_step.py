@@ -7,11 +7,11 @@ gpt2's 50k):
   every (state, token) walked once) and warm (tables shared with earlier requests, as in
   a server). Target: <= 5 us per token warm.
 * `processor`: `FSMLogitsProcessor.update_state(None)` after every guided request got a
-  token, plus the host-side preparation of `apply` (rows + mask ids -> one tensor, one
-  gather), at batch 1/64/256: us per step and per guided request. The kernel is timed by
-  bench/mask_apply; with `--device cuda` the processor keeps its mask table on the GPU
-  and the whole `apply` (index tensor to the device, gather, kernel) is timed instead of
-  the host preparation, each step ending in a device synchronize.
+  token, plus the whole `apply` (rows + mask ids -> one tensor, the gather, the masking
+  of float logits[B, V]) at batch 1/64/256: us per step and per guided request. On the
+  CPU the masking of B x V logits dominates `apply` (bench/mask_apply times the kernel
+  alone); with `--device cuda` the mask table sits on the GPU and each step ends in a
+  device synchronize.
 
     python -m bench.runtime_step [--tokenizer PATH] [--batches 1,64,256] [--quick]
                                  [--device cuda]
@@ -103,14 +103,15 @@ def time_processor(
     )
     register_index("bench", index)
     proc = FSMLogitsProcessor(config, torch.device(device), False)
-    logits = torch.randn(batch, index.vocabulary.size, device=device) if device != "cpu" else None
+    logits = torch.randn(batch, index.vocabulary.size, device=device)
+    cuda = device != "cpu"
     params = SimpleNamespace(extra_args={"fsmcompile": {"index": "bench"}})
     outputs: list[list[int]] = [[] for _ in range(batch)]
     added = [(i, params, [1], outputs[i]) for i in range(batch)]
     proc.update_state(BatchUpdate(batch, [], added, []))
-    if logits is not None:
-        # Untimed: the kernel's compile for these shapes and the mask table's upload.
-        proc.apply(logits)
+    # Untimed: the kernel's compile for these shapes and the mask table's upload.
+    proc.apply(logits)
+    if cuda:
         torch.cuda.synchronize()
     seqs = [sequences[i % len(sequences)] for i in range(batch)]
     steps = min(steps, min(len(s) for s in seqs) - 1)
@@ -122,15 +123,9 @@ def time_processor(
         start = time.perf_counter()
         proc.update_state(None)
         mid = time.perf_counter()
-        if logits is not None:
-            proc.apply(logits)
+        proc.apply(logits)
+        if cuda:
             torch.cuda.synchronize()
-        else:
-            # apply()'s host work without the kernel: one index tensor, one gather.
-            host = torch.from_numpy(np.stack((proc._guided_rows, proc._guided_masks)))
-            both = host.to("cpu", non_blocking=True)
-            assert proc._table is not None
-            proc._table.gather(both[1])
         prep_s += time.perf_counter() - mid
         update_s += mid - start
     return {
