@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from fsmcompile.errors import FsmcompileError
 from fsmcompile.types import TokenId
 
 from .matcher import TokenMatcher
@@ -67,6 +68,7 @@ class RequestGrammar:
         self._stop_extra: frozenset[int] = self._stops - self._eos
         self._num_accepted = 0
         self._terminated = False
+        self._failed = False
 
     @property
     def matcher(self) -> TokenMatcher:
@@ -103,12 +105,12 @@ class RequestGrammar:
 
     def _step(self, token: int) -> bool:
         if token in self._stops:
-            if not self._matcher.is_accepting():
-                return False
+            if not (self._failed or self._matcher.is_accepting()):
+                return False  # a failed request's rows offered only its stop tokens
             self._terminated = True
         elif not 0 <= token < self._vocab_size or token in self._eos:
             return False  # an EOS that is not a stop token for this request is masked
-        elif not self._matcher.advance(token):
+        elif self._failed or not self._advance(token):
             return False
         self._num_accepted += 1
         return True
@@ -119,7 +121,7 @@ class RequestGrammar:
         A draft ends at its first placeholder (-1) or stop token (included when the text
         may end there).
         """
-        if self._terminated:
+        if self._terminated or self._failed:
             return []
         advanced = 0
         accepted: list[int] = []
@@ -131,7 +133,7 @@ class RequestGrammar:
                 break
             if not 0 <= token < self._vocab_size or token in self._eos:
                 break
-            if not matcher.advance(token):
+            if not self._advance(token):
                 break
             advanced += 1
             accepted.append(token)
@@ -163,10 +165,17 @@ class RequestGrammar:
         Words past the index vocabulary's width (padded logits) are zeroed, so a logits
         width larger than the tokenizer never lets a padding id through.
         """
-        self._matcher.fill_bitmask(bitmask, index)
+        if not self._failed:
+            try:
+                self._matcher.fill_bitmask(bitmask, index)
+            except FsmcompileError as exc:
+                self._fail(exc)
+        row = _host_row(bitmask, index)
+        if self._failed:
+            self._stop_only(row)
+            return
         if not self._eos_only and not self._stop_extra:
             return
-        row = _host_row(bitmask, index)
         accepting = bool(row[self._probe >> 5] & (1 << (self._probe & 31)))
         for token in self._eos_only:
             row[token >> 5] &= ~np.uint32(1 << (token & 31))
@@ -185,6 +194,27 @@ class RequestGrammar:
         self._matcher.reset()
         self._num_accepted = 0
         self._terminated = False
+
+    def _advance(self, token: int) -> bool:
+        try:
+            return self._matcher.advance(token)
+        except FsmcompileError as exc:
+            self._fail(exc)
+            return False
+
+    def _fail(self, exc: FsmcompileError) -> None:
+        """This request's index failed (a crafted or damaged cache entry): from now on
+        its rows allow only its stop tokens, so it ends, and the batch goes on."""
+        if not self._failed:
+            self._failed = True
+            logger.error("fsmcompile: request's index failed, ending it: %s", exc)
+
+    def _stop_only(self, row: Any) -> None:
+        row[:] = 0
+        width = row.shape[0] * 32
+        for token in self._stops:
+            if 0 <= token < width:
+                row[token >> 5] |= np.uint32(1 << (token & 31))
 
 
 def _host_row(bitmask: Any, index: int) -> Any:

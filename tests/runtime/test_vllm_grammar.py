@@ -225,3 +225,22 @@ def test_logits_wider_than_the_tokenizer_are_masked_past_it(gpt2) -> None:
     assert row[: len(gpt2.token_bytes)].any()
     assert not row[len(gpt2.token_bytes) :].any()
     assert not grammar.accept_tokens("r", [len(gpt2.token_bytes) + 5])
+
+
+def test_a_failing_index_ends_its_request_and_raises_nothing(gpt2) -> None:
+    """A cache entry whose tables pass the loader but fail in use (the branching walk of
+    `test_native_walk.py`) must not raise into vLLM's scheduler, which would stop every
+    request: the token is rejected, a draft is cut there, and the rows allow only the
+    request's stop tokens from then on."""
+    from test_native_walk import branching_artifact, dash_token
+
+    from fsmcompile import artifact
+
+    index = artifact.from_bytes(branching_artifact(gpt2), gpt2)
+    grammar = grammar_for(index, gpt2)
+    dashes = dash_token(gpt2, 64)
+    assert grammar.validate_tokens([dashes]) == []
+    assert grammar.accept_tokens("r1", [dashes]) is False
+    assert np.flatnonzero(row_of(grammar, gpt2)).tolist() == sorted(gpt2.eos_token_ids)
+    assert grammar.accept_tokens("r1", [gpt2.eos_token_ids[0]]) is True
+    assert grammar.is_terminated()
