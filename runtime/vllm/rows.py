@@ -247,12 +247,23 @@ class GuidedRows:
                 continue
             matcher = row.matcher
             assert matcher is not None  # a row that is not failed has one
-            if matcher.advance(token) or matcher.is_terminated():
+            if self._advance(row, token) or row.failed or matcher.is_terminated():
                 continue
             row.failed = True
             logger.error(
                 "fsmcompile: %s: sampled token %d was not allowed; forcing EOS", row.label, token
             )
+
+    def _advance(self, row: Row, token: int) -> bool:
+        """`row.matcher.advance(token)`; an index that fails in use (a crafted or damaged
+        cache entry passes the loader and trips the runtime's own bounds) fails this
+        row alone, never the batch."""
+        assert row.matcher is not None
+        try:
+            return row.matcher.advance(token)
+        except FsmcompileError as exc:
+            self._fail(row, exc)
+            return False
 
     @staticmethod
     def mask_id(row: Row) -> int | None:
@@ -290,7 +301,7 @@ class GuidedRows:
                 token = drafts[k - 1]
                 if row.marker is not None:
                     self._watch_marker(row, token)
-                elif matcher is not None and matcher.advance(token):
+                elif matcher is not None and self._advance(row, token):
                     advanced += 1
                 else:
                     refused = True
@@ -409,7 +420,12 @@ class MaskPlan:
             matcher = row.matcher
             assert matcher is not None
             mask = np.zeros((1, row.num_words), dtype=np.int32)
-            matcher.fill_bitmask(mask, 0)  # EOS-only once terminated
+            try:
+                matcher.fill_bitmask(mask, 0)  # EOS-only once terminated
+            except FsmcompileError as exc:
+                guided._fail(row, exc)
+                self.add(logits_row, DeviceMaskTable.EOS_ROW)
+                return
             self.dynamic_positions.append(len(self.rows))
             self.dynamic_rows.append(mask[0])
             mask_id = DeviceMaskTable.EOS_ROW  # overwritten after the gather
