@@ -13,8 +13,9 @@ Every configuration gets the same 32 prompts, the same three schemas, the same s
 `max_tokens` and EOS logit bias, on the tiny random-weight Qwen2 model with the real Qwen2
 tokenizer (`tests/vllm/tiny_model.py`). The first batch pays for the grammar compiles (a
 fresh, empty fsmcompile disk cache per process) and is reported apart; the throughput
-columns are the warm batches after it. Constrained outputs that ended at EOS are parsed and
-checked with `jsonschema`.
+columns are the median of the warm batches after it, with CPU time per output token beside
+wall time (on a shared box the wall time of one batch varies a lot). Constrained outputs
+that ended at EOS are parsed and checked with `jsonschema`.
 
 Run in the vLLM venv (`scripts/vllm_env.sh`):
 `nice -n 5 /work/venvs/vllm-e2e/bin/python -m bench.vllm_throughput`.
@@ -145,14 +146,32 @@ def requests(config: str, eos: int) -> tuple[list[str], list[Any], list[dict[str
     return prompts, params, used
 
 
+def cpu_seconds() -> float:
+    """User + system CPU of this process and its engine processes: on a shared box it
+    varies far less than wall time, since other work's load mostly adds waiting."""
+    import psutil
+
+    me = psutil.Process()
+    total = 0.0
+    for process in [me, *me.children(recursive=True)]:
+        try:
+            times = process.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += times.user + times.system
+    return total
+
+
 def run_batch(llm: Any, batch: tuple[list[str], list[Any], list[Any]]) -> dict[str, Any]:
     """Generate once; time it, count output tokens, check the outputs that ended at EOS."""
     import jsonschema
 
     prompts, params, used = batch
+    cpu_before = cpu_seconds()
     started = time.perf_counter()
     outputs = llm.generate(prompts, params, use_tqdm=False)
     elapsed = time.perf_counter() - started
+    cpu = cpu_seconds() - cpu_before
     tokens = sum(len(o.outputs[0].token_ids) for o in outputs)
     ended = valid = 0
     for output, schema in zip(outputs, used, strict=True):
@@ -166,6 +185,7 @@ def run_batch(llm: Any, batch: tuple[list[str], list[Any], list[Any]]) -> dict[s
             pass
     return {
         "s": elapsed,
+        "cpu_s": cpu,
         "tokens": tokens,
         "requests": len(outputs),
         "ended": ended,
@@ -231,6 +251,7 @@ def summarize(result: dict[str, Any]) -> dict[str, float | str]:
     """Warm figures are the median batch (the box is shared: single batches are noisy)."""
     warm = sorted(result["warm"], key=lambda b: b["s"])
     median = warm[len(warm) // 2]
+    by_cpu = sorted(warm, key=lambda b: b["cpu_s"])[len(warm) // 2]
     first = result["first"]
     checked = [first, *warm]
     constrained = result["config"] != "unconstrained"
@@ -243,6 +264,7 @@ def summarize(result: dict[str, Any]) -> dict[str, float | str]:
         "tok_s": median["tokens"] / median["s"],
         "req_s": median["requests"] / median["s"],
         "tokens_per_req": median["tokens"] / median["requests"],
+        "cpu_ms_tok": 1000 * by_cpu["cpu_s"] / by_cpu["tokens"],
         "valid": (
             f"{sum(b['valid'] for b in checked)}/{sum(b['ended'] for b in checked)}"
             f" ended of {sum(b['requests'] for b in checked)}"
@@ -259,22 +281,25 @@ def load_average() -> str:
 def table(rows: list[dict[str, Any]]) -> str:
     lines = [
         "| config | engine start s | first batch s (compiles) | first tok/s "
-        "| warm batch s, median (min-max) | warm tok/s | warm req/s | tokens/req "
-        "| valid/ended (all batches) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| warm batch s, median (min-max) | warm tok/s | warm req/s | warm CPU ms/token "
+        "| tokens/req | valid/ended (all batches) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r['config']} | {r['startup_s']:.1f} | {r['first_s']:.2f} | "
             f"{r['first_tok_s']:.0f} | {r['warm_s']} | {r['tok_s']:.0f} | {r['req_s']:.2f} | "
-            f"{r['tokens_per_req']:.1f} | {r['valid']} |"
+            f"{r['cpu_ms_tok']:.2f} | {r['tokens_per_req']:.1f} | {r['valid']} |"
         )
     by = {r["config"]: r for r in rows}
     lines.append("")
     for label, a, b in RATIOS:
         if a in by and b in by:
             tok, req = (by[a][key] / by[b][key] for key in ("tok_s", "req_s"))
-            lines.append(f"- {label} {a} / {b}: {tok:.2f}x tok/s, {req:.2f}x req/s")
+            cpu = by[a]["cpu_ms_tok"] / by[b]["cpu_ms_tok"]
+            lines.append(
+                f"- {label} {a} / {b}: {tok:.2f}x tok/s, {req:.2f}x req/s, {cpu:.2f}x CPU per token"
+            )
     return "\n".join(lines)
 
 
