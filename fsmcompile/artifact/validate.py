@@ -138,8 +138,14 @@ class Body:
     def ids(
         self, pointer: str, shape: tuple[int | None, ...], lo: int, hi: int
     ) -> npt.NDArray[Any]:
-        """An id column (`array`) whose every value v has lo <= v < hi."""
+        """An id column (`array`) whose every value v has lo <= v < hi; an integer dtype
+        unless it is a flag column (hi <= 2): a boolean column would index as a mask, not
+        as ids."""
         values = self.array(pointer, shape)
+        if values.dtype.kind == "b" and hi > 2:
+            raise self.fail(
+                pointer, "id column of the wrong type", expected="an integer dtype", found="bool"
+            )
         self.check_range(pointer, values, lo, hi)
         return values
 

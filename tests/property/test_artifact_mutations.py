@@ -160,6 +160,7 @@ def test_mutated_artifact_is_refused_or_safe(name: str, data: st.DataObject, see
     max_examples=300,
     deadline=None,
     database=None,
+    derandomize=True,  # CI must be repeatable; explore further with other seeds by hand
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(data=st.data(), seed=st.integers(0, 2**16))
