@@ -133,3 +133,18 @@ def test_cli_check_crafted_artifact_is_refused_not_a_crash(
     error = json.loads(out)["error"]
     assert code == 1
     assert error["type"] == "ArtifactCorruptError" and error["pointer"] == "/index/group_tokens/0"
+
+
+@pytest.mark.parametrize("value", ["1G", "nan", "-5x"])
+@pytest.mark.parametrize("env", [MAX_ARTIFACT_BYTES_ENV, "FSMCOMPILE_MAX_DECODED_BYTES"])
+def test_byte_limits_refuse_a_malformed_setting(
+    env: str, value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An operator's typo is an error naming the variable, never a silently lifted cap."""
+    from fsmcompile.artifact.files import byte_limit
+
+    monkeypatch.setenv(env, value)
+    with pytest.raises(ValueError, match=f"{env}='{value}' is not a byte count"):
+        byte_limit(env, 1 << 20)
+    monkeypatch.setenv(env, "-1")
+    assert byte_limit(env, 1 << 20) == 0  # a negative cap refuses everything
