@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from fsmcompile.automaton import build_dfa
-from fsmcompile.spec.regex import parse_regex
+from fsmcompile.frontend.regex.parser import parse_regex
 
 WORDS = (
     "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november "

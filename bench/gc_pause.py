@@ -61,8 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from fsmcompile.compiler import compile_spec
-    from fsmcompile.index.bits import bitmask_words
     from fsmcompile.runtime.matcher import matcher_for
+    from fsmcompile.tables.bits import bitmask_words
     from fsmcompile.vocabulary import Vocabulary
 
     print(describe_machine(machine()))

@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from fsmcompile import Vocabulary
+from fsmcompile.index.cfg import compile_lark_index
 from fsmcompile.runtime.grammar_matcher import GrammarMatcher, GrammarTables
-from fsmcompile.spec.lark import compile_lark_index
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"

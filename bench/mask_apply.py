@@ -29,11 +29,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from fsmcompile.index.bits import pack_bool_rows
 from fsmcompile.runtime import apply_token_bitmask_inplace
 from fsmcompile.runtime.kernels import choose_backend
 from fsmcompile.runtime.kernels import numpy as numpy_kernel
 from fsmcompile.runtime.kernels import torch as torch_kernel
+from fsmcompile.tables.bits import pack_bool_rows
 
 RESULTS = Path(__file__).parent / "results"
 

@@ -32,10 +32,10 @@ import numpy as np
 import torch
 
 import fsmcompile
-from fsmcompile.index.bits import bitmask_words
 from fsmcompile.runtime import Matcher
 from fsmcompile.runtime.matcher import IndexTables
 from fsmcompile.runtime.vllm import BatchUpdate, FSMLogitsProcessor, register_index
+from fsmcompile.tables.bits import bitmask_words
 
 from .mask_apply import machine
 

@@ -28,7 +28,7 @@ from fsmcompile.errors import (
     VocabularyError,
     VocabularyMismatchError,
 )
-from fsmcompile.index.token_index import TokenIndex
+from fsmcompile.tables.token_index import TokenIndex
 from fsmcompile.version import __version__
 from fsmcompile.vocabulary import Vocabulary
 

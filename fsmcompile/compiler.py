@@ -20,15 +20,15 @@ import numpy as np
 
 from fsmcompile import artifact
 from fsmcompile.artifact import AnyIndex
-from fsmcompile.automaton.budget import Budget, compile_deadline
-from fsmcompile.automaton.dfa import ByteDFA
-from fsmcompile.automaton.ir import Node, content_key, forget_digests
+from fsmcompile.budget import Budget, compile_deadline
 from fsmcompile.collector import collector_paused
 from fsmcompile.errors import BudgetExceededError, SpecError, UnsupportedFeatureError
-from fsmcompile.index.builder import build_token_index
+from fsmcompile.frontend.identity import Kind, canonical_spec, spec_hash
+from fsmcompile.index.dfa.build import build_token_index
+from fsmcompile.ir.nodes import Node, content_key, forget_digests
 from fsmcompile.memo import StageMemo
-from fsmcompile.spec.identity import Kind, canonical_spec, spec_hash
-from fsmcompile.spec.lark.grammar import LarkGrammar
+from fsmcompile.tables.byte_dfa import ByteDFA
+from fsmcompile.tables.lark_grammar import LarkGrammar
 from fsmcompile.version import FORMAT_VERSION
 from fsmcompile.vocabulary import Vocabulary
 
@@ -105,11 +105,11 @@ def lower_spec(
     """The IR of a regex or JSON Schema spec, plus the rules its `Ref`s name (a recursive
     or free-form schema; empty when regular). Lowering counts on the time budget."""
     if kind == "regex":
-        from fsmcompile.spec.regex import parse_regex
+        from fsmcompile.frontend.regex.parser import parse_regex
 
         return parse_regex(canonical_spec(kind, spec)), {}
     if kind == "json":
-        from fsmcompile.spec.json_schema import JsonOptions, schema_to_ir
+        from fsmcompile.frontend.json_schema import JsonOptions, schema_to_ir
 
         lowering = schema_to_ir(spec, options=JsonOptions(**options), deadline=deadline)
         return lowering.node, lowering.rules
@@ -160,7 +160,7 @@ def _compile_stages(
     progress: ProgressCallback | None,
 ) -> AnyIndex:
     if kind == "lark":
-        from fsmcompile.spec.lark import compile_lark_index
+        from fsmcompile.index.cfg import compile_lark_index
 
         return compile_lark_index(
             canonical_spec(kind, spec),
@@ -182,7 +182,7 @@ def _compile_stages(
             progress("index")
         if isinstance(machine, ByteDFA):
             return build_token_index(machine, vocab, kind=kind, spec_hash="", deadline=deadline)
-        from fsmcompile.index.grammar_index import build_grammar_index
+        from fsmcompile.index.cfg.grammar_index import build_grammar_index
 
         return build_grammar_index(
             machine, vocab, spec_hash="", max_states=max_states, deadline=deadline, kind=kind
@@ -248,14 +248,14 @@ def build_machine(
     `FALLBACK_DEPTH` deep: sound, but texts nesting deeper are refused (logged).
     """
     from fsmcompile.automaton import build_dfa
-    from fsmcompile.automaton.rules import expand_rules
+    from fsmcompile.ir.rules import expand_rules
 
     if not rules:
         return build_dfa(node, max_states=max_states, deadline=deadline)
     if nesting_limit is not None:
         unrolled = expand_rules(node, rules, nesting_limit)
         return build_dfa(unrolled, max_states=max_states, deadline=deadline)
-    from fsmcompile.spec.lark.from_rules import grammar_from_rules
+    from fsmcompile.grammar.from_rules import grammar_from_rules
 
     try:
         return grammar_from_rules(
@@ -325,7 +325,7 @@ def compile_spec(
             spec nests deeper than the recursion limit (limit="nesting").
         ValueError, TypeError: `timeout_s` or `max_states` out of range (`check_budget`).
     """
-    from fsmcompile.default_cache import resolve_cache
+    from fsmcompile.store.default import resolve_cache
 
     check_budget(timeout_s, max_states)
     opts = dict(options or {})
@@ -393,7 +393,7 @@ def compile_json_schema(
     """Compile a JSON Schema (dict, JSON text, or a Pydantic model class) into a token index.
 
     Options (`whitespace`, `strict`, `nesting_limit`, ...) are those of
-    `fsmcompile.spec.json_schema.JsonOptions` and are part of the cache key.
+    `fsmcompile.frontend.json_schema.JsonOptions` and are part of the cache key.
 
     Raises:
         SchemaError: malformed or contradictory schema (`.pointer` says where).

@@ -2,7 +2,7 @@
 every index's mask table resident on the device.
 
 The bit layout (token i = bit i % 32 of int32 word i // 32) is defined once, in
-`fsmcompile.index.bits`; this module only moves and applies such words. torch is imported
+`fsmcompile.tables.bits`; this module only moves and applies such words. torch is imported
 inside the functions that need it, so `import fsmcompile.runtime` stays torch-free.
 """
 
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from fsmcompile.index.bits import bitmask_words, set_bits
+from fsmcompile.tables.bits import bitmask_words, set_bits
 
 from .kernels import apply_bitmask_inplace
 

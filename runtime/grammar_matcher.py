@@ -22,7 +22,7 @@ from .grammar_tables import Config, GrammarTables, grammar_tables_for
 from .matcher import Matcher
 
 if TYPE_CHECKING:
-    from fsmcompile.index.grammar_index import GrammarIndex
+    from fsmcompile.index.cfg.grammar_index import GrammarIndex
 
 __all__ = ["GrammarMatcher", "GrammarTables", "grammar_tables_for"]
 

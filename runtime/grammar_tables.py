@@ -33,15 +33,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from fsmcompile.index.bits import bitmask_words, set_bits
-from fsmcompile.index.grammar_walk import (
+from fsmcompile.index.cfg.trie_walk import (
     ConstraintTable,
     SequenceTable,
     lexeme_key,
     tokens_reaching_labels,
 )
-from fsmcompile.index.int_columns import int_column
 from fsmcompile.memo import StageMemo
+from fsmcompile.tables.bits import bitmask_words, set_bits
+from fsmcompile.tables.int_columns import int_column
 
 from ._native import fitting_rows, write_row
 from .counted import items_grown
@@ -49,7 +49,7 @@ from .grammar_parser import parser_for
 from .jump_forward import FORCED_MAX_BYTES, accepted_prefix, byte_classes, forced_encoding
 
 if TYPE_CHECKING:
-    from fsmcompile.index.grammar_index import GrammarIndex
+    from fsmcompile.index.cfg.grammar_index import GrammarIndex
 
 Config = tuple[int, int, int, int]
 """(stack id, lexer state, constraint set id, items counted in the pending lexeme): one

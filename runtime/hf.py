@@ -18,13 +18,13 @@ import numpy as np
 import torch
 from transformers import LogitsProcessor
 
-from fsmcompile.index.bits import bitmask_words, set_bits
+from fsmcompile.tables.bits import bitmask_words, set_bits
 
 from .bitmask import apply_token_bitmask_inplace
 from .matcher import TokenMatcher, matcher_for
 
 if TYPE_CHECKING:
-    from fsmcompile.index.token_index import TokenIndex
+    from fsmcompile.tables.token_index import TokenIndex
 
 StopReason = Literal["eos", "max_new_tokens", "rejected"]
 

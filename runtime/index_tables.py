@@ -13,17 +13,17 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from fsmcompile.index.bits import bitmask_words, set_bits
-from fsmcompile.index.int_columns import int_column
 from fsmcompile.memo import StageMemo
+from fsmcompile.tables.bits import bitmask_words, set_bits
+from fsmcompile.tables.int_columns import int_column
 from fsmcompile.types import DEAD, StateId, TokenId
 
 from ._native import DfaWalk
 from .jump_forward import FORCED_MAX_BYTES, accepted_prefix, byte_classes, forced_encoding
 
 if TYPE_CHECKING:
-    from fsmcompile.index.grammar_index import GrammarIndex
-    from fsmcompile.index.token_index import TokenIndex
+    from fsmcompile.index.cfg.grammar_index import GrammarIndex
+    from fsmcompile.tables.token_index import TokenIndex
 
 _TABLES_CACHE_SIZE = 32
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 import numpy as np
 import numpy.typing as npt
 
-from fsmcompile.index.bits import unpack_row
+from fsmcompile.tables.bits import unpack_row
 from fsmcompile.types import DEAD, StateId, TokenId
 
 from ._native import write_row
@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Self
 
-    from fsmcompile.index.grammar_index import GrammarIndex
-    from fsmcompile.index.token_index import TokenIndex
+    from fsmcompile.index.cfg.grammar_index import GrammarIndex
+    from fsmcompile.tables.token_index import TokenIndex
 
 __all__ = [
     "TERMINATED",
@@ -235,8 +235,8 @@ class Matcher:
 
 def _implementation_for(index: object) -> type[Matcher]:
     """The `Matcher` subclass for an index's kind (the grammar one imported only then)."""
-    from fsmcompile.index.grammar_index import GrammarIndex
-    from fsmcompile.index.token_index import TokenIndex
+    from fsmcompile.index.cfg.grammar_index import GrammarIndex
+    from fsmcompile.tables.token_index import TokenIndex
 
     if isinstance(index, TokenIndex) or hasattr(index, "state_mask"):
         return DfaMatcher

@@ -20,7 +20,7 @@ import torch
 
 from fsmcompile.compiler import compile_spec
 from fsmcompile.errors import VocabularyError
-from fsmcompile.index.bits import bitmask_words
+from fsmcompile.tables.bits import bitmask_words
 from fsmcompile.vocabulary import Vocabulary
 
 from .matcher import matcher_for

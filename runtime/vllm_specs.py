@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 
 from fsmcompile.errors import GrammarError, SchemaError, SpecError
-from fsmcompile.spec.identity import Kind
+from fsmcompile.frontend.identity import Kind
 
 __all__ = [
     "BACKEND_NAME",
@@ -138,7 +138,7 @@ def check_spec(spec: CompileSpec, *, timeout_s: float = CHECK_TIMEOUT_S) -> None
     """
     deadline = time.monotonic() + timeout_s
     if spec.kind == "lark":
-        from fsmcompile.spec.lark import load_lark_grammar
+        from fsmcompile.grammar import load_lark_grammar
 
         load_lark_grammar(spec.spec)
         return

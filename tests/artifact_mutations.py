@@ -128,8 +128,8 @@ def array_pointers(doc: dict[str, Any], prefix: str = "") -> list[str]:
 def exercise(index: Any, text: str, seed: int) -> None:
     """Everything a server does with an index: masks, advancing over the text's tokens
     and a few others, jump-forward, rollback, termination."""
-    from fsmcompile.index.bits import bitmask_words
     from fsmcompile.runtime.matcher import matcher_for
+    from fsmcompile.tables.bits import bitmask_words
 
     vocab = index.vocabulary
     rng = np.random.default_rng(seed)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from fsmcompile.automaton.dfa import ByteDFA
-from fsmcompile.index.token_index import TokenIndex
+from fsmcompile.tables.byte_dfa import ByteDFA
+from fsmcompile.tables.token_index import TokenIndex
 from fsmcompile.types import DEAD
 from fsmcompile.vocabulary import Vocabulary
 

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fsmcompile.index.bits import bit_positions
-from fsmcompile.spec.lark.lalr import LalrStates, _Grammar, _numbered
+from fsmcompile.grammar.lalr import LalrStates, _Grammar, _numbered
+from fsmcompile.tables.bits import bit_positions
 
 
 def lalr_states_reference(rules: Sequence[Any], start: str) -> LalrStates:

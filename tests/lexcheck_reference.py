@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fsmcompile.automaton.dfa import ByteDFA
-from fsmcompile.spec.lark.from_rules import DROPPED
+from fsmcompile.grammar.from_rules import DROPPED
+from fsmcompile.tables.byte_dfa import ByteDFA
 
 
 def lexing_conflict_reference(

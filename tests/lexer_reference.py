@@ -13,8 +13,8 @@ import time
 import numpy as np
 
 from fsmcompile.errors import BudgetExceededError
-from fsmcompile.index import grammar_lexer as gl
-from fsmcompile.spec.lark.grammar import LarkGrammar
+from fsmcompile.index.cfg import lexer as gl
+from fsmcompile.tables.lark_grammar import LarkGrammar
 
 
 def build_lexer_automaton_reference(

@@ -13,11 +13,11 @@ import time
 import numpy as np
 import numpy.typing as npt
 
-from fsmcompile.automaton.dfa import ByteDFA
 from fsmcompile.automaton.fragment import sorted_unique
 from fsmcompile.errors import BudgetExceededError
-from fsmcompile.index.levels import LivenessLevels
-from fsmcompile.index.walk import Injections, SinkEvents
+from fsmcompile.index.dfa.levels import LivenessLevels
+from fsmcompile.index.dfa.trie_walk import Injections, SinkEvents
+from fsmcompile.tables.byte_dfa import ByteDFA
 from fsmcompile.vocabulary.trie import TokenTrie
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from fsmcompile.automaton.budget import Budget
 from fsmcompile.automaton.fragment import (
     Flags,
     Fragment,
@@ -21,6 +20,7 @@ from fsmcompile.automaton.fragment import (
     trimmed,
 )
 from fsmcompile.automaton.subset import compress_columns
+from fsmcompile.budget import Budget
 
 _RESERVE_EVERY = 256  # new states between budget checks in the Python loops
 

@@ -183,7 +183,7 @@ def resolve_cache(args: argparse.Namespace) -> Any:
     if args.no_cache:
         return False
     if args.redis:
-        from fsmcompile.default_cache import default_cache
+        from fsmcompile.store.default import default_cache
 
         return default_cache(redis_url=args.redis)
     return True

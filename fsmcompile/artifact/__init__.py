@@ -22,11 +22,11 @@ from fsmcompile.artifact.framing import read_header
 from fsmcompile.artifact.rows import ALLOWED, DENSE, REJECTED
 from fsmcompile.artifact.validate import Body
 from fsmcompile.errors import ArtifactCorruptError
-from fsmcompile.index.token_index import TokenIndex
+from fsmcompile.tables.token_index import TokenIndex
 from fsmcompile.vocabulary import Vocabulary
 
 if TYPE_CHECKING:
-    from fsmcompile.index.grammar_index import GrammarIndex
+    from fsmcompile.index.cfg.grammar_index import GrammarIndex
 
 AnyIndex = Union[TokenIndex, "GrammarIndex"]
 

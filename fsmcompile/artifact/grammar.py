@@ -26,9 +26,9 @@ from fsmcompile.artifact.rows import (
 )
 from fsmcompile.artifact.validate import Body, grammar_columns, max_sequence_depth
 from fsmcompile.errors import ArtifactCorruptError
-from fsmcompile.index.grammar_index import GrammarIndex
-from fsmcompile.index.grammar_lexer import LexerAutomaton
-from fsmcompile.spec.lark.grammar import ParseTable
+from fsmcompile.index.cfg.grammar_index import GrammarIndex
+from fsmcompile.index.cfg.lexer import LexerAutomaton
+from fsmcompile.tables.lark_grammar import ParseTable
 from fsmcompile.vocabulary import Vocabulary
 
 KINDS = ("lark", "json")

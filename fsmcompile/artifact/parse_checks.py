@@ -1,6 +1,6 @@
 """The LALR table invariants the C parser's loops rely on, beyond ids in range.
 
-The parser (`runtime/_native.c`) keeps stacks as paths through the table: a shift or a
+The parser (`native/runtime.c`) keeps stacks as paths through the table: a shift or a
 goto pushes the state it names, a reduce by rule r pops `rule_len[r]` states and pushes
 `goto[exposed, rule_lhs[r]]`. Two things a table built by lark guarantees and an altered
 one need not:
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from fsmcompile.index.sorted_keys import concatenated_ranges
+from fsmcompile.tables.sorted_keys import concatenated_ranges
 
 if TYPE_CHECKING:
     from fsmcompile.artifact.validate import Body

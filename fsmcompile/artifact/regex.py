@@ -21,8 +21,8 @@ from fsmcompile.artifact.rows import (
     read_rows,
 )
 from fsmcompile.artifact.validate import Body, dfa_columns
-from fsmcompile.automaton.dfa import ByteDFA
-from fsmcompile.index.token_index import TokenIndex
+from fsmcompile.tables.byte_dfa import ByteDFA
+from fsmcompile.tables.token_index import TokenIndex
 from fsmcompile.vocabulary import Vocabulary
 
 

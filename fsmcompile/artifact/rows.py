@@ -20,7 +20,7 @@ import numpy.typing as npt
 from fsmcompile.artifact.files import byte_limit
 from fsmcompile.artifact.framing import pack_array
 from fsmcompile.artifact.validate import Body
-from fsmcompile.index.bits import bitmask_words, unpack_row
+from fsmcompile.tables.bits import bitmask_words, unpack_row
 
 DENSE, ALLOWED, REJECTED = 0, 1, 2
 """How a row is stored: its packed words, the ids it allows, or the ids it rejects."""
@@ -156,7 +156,7 @@ def check_budget(body: Body, tables: list[StoredRows], vocab_size: int, ceiling:
 
 
 def decode_rows(rows: StoredRows, vocab_size: int) -> npt.NDArray[np.int32]:
-    """int32[M, W]: the table's rows (bit layout in `fsmcompile.index.bits`).
+    """int32[M, W]: the table's rows (bit layout in `fsmcompile.tables.bits`).
 
     Cost: O(M x W) for the zeroed table, plus one scatter over the listed ids."""
     words = bitmask_words(vocab_size)

@@ -17,12 +17,20 @@ import time
 import numpy as np
 import numpy.typing as npt
 
-from fsmcompile.automaton.budget import Budget
 from fsmcompile.automaton.canonical import canonical_dfa
 from fsmcompile.automaton.compose import concat, difference, intersection, repeat, union
-from fsmcompile.automaton.dfa import ByteDFA
 from fsmcompile.automaton.fragment import Fragment
-from fsmcompile.automaton.ir import (
+from fsmcompile.automaton.leaves import (
+    ByteClasses,
+    byteset_fragment,
+    charset_fragment,
+    classes_for,
+    literal_fragment,
+)
+from fsmcompile.automaton.minimize import equivalence_classes, minimized, quotient
+from fsmcompile.budget import Budget
+from fsmcompile.errors import SpecError, UnsupportedFeatureError
+from fsmcompile.ir.nodes import (
     Alt,
     And,
     ByteSet,
@@ -35,16 +43,8 @@ from fsmcompile.automaton.ir import (
     children,
     content_key,
 )
-from fsmcompile.automaton.leaves import (
-    ByteClasses,
-    byteset_fragment,
-    charset_fragment,
-    classes_for,
-    literal_fragment,
-)
-from fsmcompile.automaton.minimize import equivalence_classes, minimized, quotient
-from fsmcompile.errors import SpecError, UnsupportedFeatureError
 from fsmcompile.memo import StageMemo
+from fsmcompile.tables.byte_dfa import ByteDFA
 
 logger = logging.getLogger(__name__)
 

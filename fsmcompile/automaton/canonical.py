@@ -12,8 +12,8 @@ import numpy as np
 import numpy.typing as npt
 
 from fsmcompile.automaton import _reach
-from fsmcompile.automaton.dfa import ByteDFA
 from fsmcompile.automaton.fragment import Flags, Table, unique_rows
+from fsmcompile.tables.byte_dfa import ByteDFA
 
 
 def coarsest_classes(

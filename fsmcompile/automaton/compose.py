@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from fsmcompile.automaton.budget import Budget
 from fsmcompile.automaton.fragment import (
     Fragment,
     empty_string,
@@ -33,6 +32,7 @@ from fsmcompile.automaton.subset import (
     subset_concat,
     subset_repeat,
 )
+from fsmcompile.budget import Budget
 
 _MINIMIZE_BODY = 4096  # repetition bodies up to this size are minimized before copying
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from fsmcompile.automaton.budget import Budget
 from fsmcompile.automaton.fragment import Flags, Fragment, drop_orphans, keep_states, shifted
+from fsmcompile.budget import Budget
 
 
 def start_mask(frag: Fragment) -> Flags:

@@ -12,8 +12,8 @@ import numpy as np
 import numpy.typing as npt
 
 from fsmcompile.automaton import _refine
-from fsmcompile.automaton.budget import Budget
 from fsmcompile.automaton.fragment import Table
+from fsmcompile.budget import Budget
 
 
 def refine(trans: Table, blocks: npt.NDArray[np.int32], budget: Budget) -> npt.NDArray[np.int32]:

@@ -15,8 +15,8 @@ import numpy as np
 import numpy.typing as npt
 
 from fsmcompile.automaton.fragment import Fragment, nothing
-from fsmcompile.automaton.ir import ByteSet, CharSet, Node, nodes
 from fsmcompile.automaton.utf8 import Utf8Sequence, byte_boundaries, utf8_sequences
+from fsmcompile.ir.nodes import ByteSet, CharSet, Node, nodes
 
 IntervalState = tuple[bool, tuple[tuple[int, int, int], ...]]
 """(accepting, ((lo, hi, target), ...)): one state of a DFA over byte intervals."""

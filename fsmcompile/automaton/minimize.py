@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from fsmcompile.automaton.budget import Budget
 from fsmcompile.automaton.fragment import Flags, Fragment, Table, sorted_unique, unique_rows
 from fsmcompile.automaton.hopcroft import refine
+from fsmcompile.budget import Budget
 
 Blocks = npt.NDArray[np.int32]
 """int32[S]: the equivalence class of each state."""

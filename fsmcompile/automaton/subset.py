@@ -21,7 +21,6 @@ import numpy as np
 import numpy.typing as npt
 
 from fsmcompile.automaton import _subset
-from fsmcompile.automaton.budget import Budget
 from fsmcompile.automaton.fragment import (
     Flags,
     Fragment,
@@ -31,6 +30,7 @@ from fsmcompile.automaton.fragment import (
     trimmed,
     unique_rows,
 )
+from fsmcompile.budget import Budget
 
 # How a C walk stopped (`_subset.c`): the Budget limit it found broken.
 _STOP_STATES = 1  # Budget.reserve(value)

@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fsmcompile.automaton.fragment import sorted_unique
-from fsmcompile.index.sorted_keys import concatenated_ranges
+from fsmcompile.tables.sorted_keys import concatenated_ranges
 
 FULL_ROUNDS_MAX_EDGES = 5000
 """Up to this many live moves `coarsest` rehashes every state each round; past it, only

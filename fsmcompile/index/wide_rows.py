@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fsmcompile.automaton.fragment import radix_order, unique_rows
-from fsmcompile.index import _bits
+from fsmcompile.tables import _bits
 
 _CHUNK_ROWS = 1 << 15  # rows per check pass: keeps the gathered copies in cache
 

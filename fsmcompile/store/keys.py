@@ -83,7 +83,7 @@ def spec_digest(
 ) -> str:
     """sha256 hex of kind, canonical spec, options and format version.
 
-    The same document, hashed the same way, as `fsmcompile.spec.identity.spec_hash`, which
+    The same document, hashed the same way, as `fsmcompile.frontend.identity.spec_hash`, which
     every compiled artifact records as its `spec_hash` (a test pins the two together).
     """
     doc = canonical_json(

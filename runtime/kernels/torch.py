@@ -25,7 +25,7 @@ def unpack_disallowed(bitmask: torch.Tensor, num_tokens: int) -> torch.Tensor:
     """bool[R, num_tokens]: True where the int32[R, W] bitmask has a clear bit.
 
     Relies on little-endian byte order (x86, ARM, CUDA): bit i of a word is bit i % 8 of
-    byte i // 8, matching fsmcompile.index.bits.
+    byte i // 8, matching fsmcompile.tables.bits.
     """
     rows = bitmask.shape[0]
     inverted = torch.bitwise_not(bitmask).contiguous().view(torch.uint8)

@@ -27,7 +27,7 @@ import numpy.typing as npt
 import torch
 
 from fsmcompile.errors import FsmcompileError, VocabularyError
-from fsmcompile.index.bits import bitmask_words
+from fsmcompile.tables.bits import bitmask_words
 
 from ..bitmask import DeviceMaskTable, MaskSegment
 from ..kernels import apply_bitmask_inplace

@@ -133,7 +133,7 @@ def resolve_index(reference: str, vocabulary: Vocabulary) -> AnyIndex:
 
 def _from_cache(key: str, vocabulary: Vocabulary) -> AnyIndex:
     from fsmcompile.artifact import from_bytes
-    from fsmcompile.default_cache import resolve_cache
+    from fsmcompile.store.default import resolve_cache
 
     cache = resolve_cache(True)
     data = cache.get(key) if cache is not None else None

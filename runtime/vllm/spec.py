@@ -94,7 +94,7 @@ class RequestSpec:
                 a path outside the allowed directories (see `sources`).
         """
         if self.kind == "regex" and len(self.text) <= _PARSE_CHECK_MAX_CHARS:
-            from fsmcompile.spec.regex import parse_regex
+            from fsmcompile.frontend.regex.parser import parse_regex
 
             parse_regex(self.text)
         elif self.kind == "index":

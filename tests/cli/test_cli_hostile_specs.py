@@ -13,8 +13,8 @@ import pytest
 from support import DATA
 
 from fsmcompile.cli.main import main
-from fsmcompile.spec.json_schema.document import MAX_SCHEMA_DEPTH
-from fsmcompile.spec.regex import MAX_GROUP_DEPTH
+from fsmcompile.frontend.json_schema.document import MAX_SCHEMA_DEPTH
+from fsmcompile.frontend.regex.parser import MAX_GROUP_DEPTH
 
 TOKENIZER = str(DATA / "gpt2" / "tokenizer.json.gz")
 

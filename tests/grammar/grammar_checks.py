@@ -11,10 +11,10 @@ from lark import Lark
 from lark.exceptions import LarkError
 from support import load_vocabulary
 
-from fsmcompile.index.bits import is_bit_set
-from fsmcompile.index.grammar_index import GrammarIndex
+from fsmcompile.index.cfg import compile_lark_index
+from fsmcompile.index.cfg.grammar_index import GrammarIndex
 from fsmcompile.runtime.grammar_matcher import GrammarMatcher
-from fsmcompile.spec.lark import compile_lark_index
+from fsmcompile.tables.bits import is_bit_set
 
 GRAMMARS = Path(__file__).resolve().parents[2] / "grammars"
 BUNDLED = ("json", "arithmetic", "sql_select", "tool_call")

@@ -17,8 +17,8 @@ from lark import Lark
 from lark.grammar import NonTerminal
 
 from fsmcompile.automaton import build_dfa
-from fsmcompile.automaton.dfa import ByteDFA
-from fsmcompile.spec.lark.terminals import terminal_to_ir
+from fsmcompile.frontend.lark.terminals import terminal_to_ir
+from fsmcompile.tables.byte_dfa import ByteDFA
 
 
 @dataclass

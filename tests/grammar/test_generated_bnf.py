@@ -13,7 +13,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fsmcompile.spec.lark.generated import _bnf, _read
+from fsmcompile.grammar.generated import _bnf, _read
 
 _symbol = st.sampled_from(["a", "b", "X", "Y", "Z"])
 

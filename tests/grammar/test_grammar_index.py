@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from fsmcompile.artifact import grammar as grammar_artifact
 from fsmcompile.errors import ArtifactCorruptError, VocabularyMismatchError
+from fsmcompile.index.cfg import compile_lark_index
 from fsmcompile.runtime.grammar_matcher import GrammarMatcher
-from fsmcompile.spec.lark import compile_lark_index
 
 NUMBERS = r"""
 start: NUMBER ("," NUMBER)*
@@ -222,7 +222,7 @@ def test_grammar_index_walked_in_origin_chunks_gives_each_origin_the_same_groups
     # Large lexers are walked a chunk of origins at a time. What each origin's tokens
     # emit and where they end must not depend on the chunking; how its tokens split into
     # groups and the sequence ids may, so tokens are compared per spelled-out outcome.
-    import fsmcompile.index.grammar_index as grammar_index
+    import fsmcompile.index.cfg.grammar_index as grammar_index
 
     whole = compile_lark_index(bundled_text(grammar_name), gpt2)
     monkeypatch.setattr(grammar_index, "_ORIGIN_CHUNK", 5)
@@ -253,9 +253,9 @@ def test_grammar_index_context_sets_stand_for_each_context(gpt2, monkeypatch):
     # Spelled out context by context, the outcomes are those of a walk that kept every
     # context apart, and the matcher takes a document that needs a set's member.
     import fsmcompile.compiler as compiler
-    import fsmcompile.index.grammar_index as grammar_index
+    import fsmcompile.index.cfg.grammar_index as grammar_index
     from fsmcompile.compiler import compile_spec
-    from fsmcompile.index.grammar_walk import ContextSets
+    from fsmcompile.index.cfg.trie_walk import ContextSets
     from fsmcompile.memo import StageMemo
 
     merged = compile_spec("json", NESTED_OBJECTS, gpt2, cache=False).index
@@ -301,7 +301,7 @@ def test_exit_reach_is_the_reachability_fixpoint(graph: tuple[list[list[int]], l
     """One pass over the components gives what iterating "OR in every successor" to a
     fixpoint gives, on random graphs with cycles, self-loops and dead transitions."""
     from fsmcompile.automaton.fragment import distinct_targets
-    from fsmcompile.index.grammar_exits import _reach
+    from fsmcompile.index.cfg.exits import _reach
 
     rows, seeds = graph
     trans = np.asarray(rows, dtype=np.int32)
@@ -320,9 +320,9 @@ def test_exit_reach_is_the_reachability_fixpoint(graph: tuple[list[list[int]], l
 
 
 def test_grammar_exit_sets_mark_terminals_nothing_can_follow():
-    from fsmcompile.index.grammar_exits import ANY_CONTEXT, END_ONLY, exit_sets
-    from fsmcompile.index.grammar_lexer import build_lexer_automaton
-    from fsmcompile.spec.lark import load_lark_grammar
+    from fsmcompile.grammar import load_lark_grammar
+    from fsmcompile.index.cfg.exits import ANY_CONTEXT, END_ONLY, exit_sets
+    from fsmcompile.index.cfg.lexer import build_lexer_automaton
 
     # After an A, lark's lexer would extend it with any "a": only EOS can follow.
     grammar = load_lark_grammar("start: A | A A\nA: /a+/\n")
@@ -397,7 +397,7 @@ def test_first_and_inverse_of_many_hashes_is_numpy_unique() -> None:
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(1, 4), min_size=1, max_size=12), st.randoms(use_true_random=False))
 def test_or_runs_matches_a_reduce_per_run(lengths: list[int], rng) -> None:
-    from fsmcompile.index.grammar_walk import _or_runs
+    from fsmcompile.index.cfg.trie_walk import _or_runs
 
     n = sum(lengths)
     bits = np.array([[rng.getrandbits(64) for _ in range(2)] for _ in range(n)], dtype=np.uint64)
@@ -416,7 +416,7 @@ def test_exit_sets_any_shared_is_the_boolean_product(rows: int, cols: int, width
     # `_any_shared` multiplies the distinct rows only (packed into words to find them) and
     # spreads the answers back: it must equal the plain boolean product, for row widths
     # around the 64-bit word boundaries too.
-    from fsmcompile.index.grammar_exits import _any_shared
+    from fsmcompile.index.cfg.exits import _any_shared
 
     rng = np.random.default_rng(seed)
     a = rng.random((rows, width)) < rng.random()

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fsmcompile.compiler import compile_spec
-from fsmcompile.index.grammar_index import GrammarIndex
+from fsmcompile.index.cfg.grammar_index import GrammarIndex
 from fsmcompile.runtime.grammar_matcher import GrammarMatcher
 
 PERSON = {

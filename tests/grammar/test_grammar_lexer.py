@@ -20,12 +20,12 @@ from lark import Lark
 from lark.lexer import TextSlice, Token
 from support import force_edge_round_collisions, random_moves
 
+import fsmcompile.index.cfg.lexer as gl
 import fsmcompile.index.edge_rounds as edge_rounds
-import fsmcompile.index.grammar_lexer as gl
+from fsmcompile.frontend.lark.terminals import equivalent_pattern
+from fsmcompile.grammar import load_lark_grammar
+from fsmcompile.index.cfg.lexer import build_lexer_automaton, lexer_shapes
 from fsmcompile.index.edge_rounds import EdgeRounds
-from fsmcompile.index.grammar_lexer import build_lexer_automaton, lexer_shapes
-from fsmcompile.spec.lark import load_lark_grammar
-from fsmcompile.spec.lark.terminals import equivalent_pattern
 
 
 def lark_first_lexeme(basic_lexer, text: str) -> tuple[int, str] | None:
@@ -255,8 +255,8 @@ def test_generated_grammar_lexer_from_automata_equals_the_nfa_construction(name,
     # byte-NFA construction is the general one. Both must give the same lexer, array for
     # array, counted strings included.
     from fsmcompile.compiler import ROOT_RULE, lower_spec
-    from fsmcompile.index.fresh_items import countable_for
-    from fsmcompile.spec.lark.from_rules import grammar_from_rules
+    from fsmcompile.grammar.from_rules import grammar_from_rules
+    from fsmcompile.index.cfg.fresh_items import countable_for
 
     node, rules = lower_spec("json", GENERATED[name], {})
     grammar = grammar_from_rules({ROOT_RULE: node, **rules}, ROOT_RULE, max_states=100_000)
@@ -275,7 +275,7 @@ def test_lexer_from_automata_drops_threads_behind_an_ended_lexeme(gpt2) -> None:
     # end of the first in priority order, the lower one is dropped, as the NFA
     # construction's leftmost-first closure drops it.
     from fsmcompile.automaton import build_dfa
-    from fsmcompile.spec.regex import parse_regex
+    from fsmcompile.frontend.regex.parser import parse_regex
 
     # Generated terminals are tried longest name first: TAI, then NA, then W.
     patterns = {"W": "ab", "NA": "a[a-z]*", "TAI": "[0-9]+"}
@@ -284,7 +284,7 @@ def test_lexer_from_automata_drops_threads_behind_an_ended_lexeme(gpt2) -> None:
         node = parse_regex(pattern)
         generated[name] = (node, build_dfa(node))
     text = "start: W TAI | NA\n" + "".join(f"{n}: /\ue000{n}\ue001/\n" for n in patterns)
-    from fsmcompile.spec.lark.loading import load_lark_grammar as load_generated
+    from fsmcompile.grammar.loading import load_lark_grammar as load_generated
 
     grammar = load_generated(text, generated=generated)
     direct = gl._build_lexer_from_dfas(grammar, 1_000, None, None)
@@ -299,7 +299,7 @@ def test_lexer_without_tags_or_counts_is_already_its_own_shapes(name, gpt2) -> N
     # `lexer_shapes` skips its minimization for such lexers: minimizing again on labels
     # alone must merge nothing.
     from fsmcompile.compiler import ROOT_RULE, lower_spec
-    from fsmcompile.spec.lark.from_rules import grammar_from_rules
+    from fsmcompile.grammar.from_rules import grammar_from_rules
 
     node, rules = lower_spec("json", GENERATED[name], {})
     grammar = grammar_from_rules({ROOT_RULE: node, **rules}, ROOT_RULE, max_states=100_000)
@@ -314,8 +314,8 @@ def test_lexer_without_tags_or_counts_is_already_its_own_shapes(name, gpt2) -> N
 
 def _accepts(index, vocab, text: str) -> bool:
     """Every token of the real tokenization is in the mask (and `advance` agrees), then EOS."""
-    from fsmcompile.index.bits import unpack_row
     from fsmcompile.runtime.matcher import matcher_for
+    from fsmcompile.tables.bits import unpack_row
 
     matcher = matcher_for(index)
     for token in [*vocab.encode(text), vocab.eos_token_ids[0]]:
@@ -331,10 +331,10 @@ def test_a_counted_item_starting_beside_another_lexeme_unrolls_that_terminal_onl
     # starts its second item while the other one is still alive: no one bound fits that
     # state, so that terminal's bound is unrolled, and only that one: `(;b){0,50}` keeps
     # its count. Without the other lexeme beside it, the first is counted too.
-    from fsmcompile.automaton.ir import Alt, Concat, CountedRepeat, chars, literal
-    from fsmcompile.index.fresh_items import countable_for
-    from fsmcompile.index.grammar_index import build_grammar_index
-    from fsmcompile.spec.lark.from_rules import grammar_from_rules
+    from fsmcompile.grammar.from_rules import grammar_from_rules
+    from fsmcompile.index.cfg.fresh_items import countable_for
+    from fsmcompile.index.cfg.grammar_index import build_grammar_index
+    from fsmcompile.ir.nodes import Alt, Concat, CountedRepeat, chars, literal
 
     shared = CountedRepeat(literal(",a"), 2, 40)
     alone = CountedRepeat(literal(";b"), 0, 50)
@@ -366,7 +366,7 @@ def test_lexing_check_rounds_share_their_grammars_pair_answers(name, monkeypatch
     # answers of the round before carry over (`answers`), even when the process-wide memo
     # no longer holds them, so the round computes no pair twice.
     from fsmcompile.compiler import ROOT_RULE, lower_spec
-    from fsmcompile.spec.lark import from_rules
+    from fsmcompile.grammar import from_rules
 
     node, rules = lower_spec("json", GENERATED[name], {})
     grammar = from_rules.grammar_from_rules(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fsmcompile.errors import GrammarError, SpecError, UnsupportedFeatureError
-from fsmcompile.spec.lark import load_lark_grammar
+from fsmcompile.grammar import load_lark_grammar
 
 BAD = [
     # (case, grammar, error class, message fragment, line, column)
@@ -93,7 +93,7 @@ def test_loaded_grammar_keeps_none_of_lark_objects(monkeypatch: pytest.MonkeyPat
     import gc
     import weakref
 
-    from fsmcompile.spec.lark import loading
+    from fsmcompile.grammar import loading
 
     built: list[weakref.ref[object]] = []
     real = loading._lark

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from grammar_checks import bundled_text, compiled
 
-from fsmcompile.index.bits import bitmask_words, is_bit_set
 from fsmcompile.runtime.grammar_matcher import GrammarMatcher
+from fsmcompile.tables.bits import bitmask_words, is_bit_set
 
 
 @pytest.fixture(scope="module")

@@ -14,20 +14,20 @@ import numpy.typing as npt
 import pytest
 
 from fsmcompile.compiler import ROOT_RULE, lower_spec
-from fsmcompile.index.grammar_exits import exit_sets
-from fsmcompile.index.grammar_index import next_contexts
-from fsmcompile.index.grammar_lexer import build_lexer_automaton, lexer_shapes
-from fsmcompile.index.grammar_regions import DENSE_MIN_TOKENS, KeptRows, RegionServer, StayGroups
-from fsmcompile.index.grammar_walk import (
+from fsmcompile.grammar import load_lark_grammar
+from fsmcompile.grammar.from_rules import grammar_from_rules
+from fsmcompile.index.cfg.exits import exit_sets
+from fsmcompile.index.cfg.grammar_index import next_contexts
+from fsmcompile.index.cfg.lexer import build_lexer_automaton, lexer_shapes
+from fsmcompile.index.cfg.regions import DENSE_MIN_TOKENS, KeptRows, RegionServer, StayGroups
+from fsmcompile.index.cfg.trie_walk import (
     ConstraintTable,
     SequenceTable,
     WalkRecords,
     walk_grammar_tokens,
     walk_levels,
 )
-from fsmcompile.spec.lark import load_lark_grammar
-from fsmcompile.spec.lark.from_rules import grammar_from_rules
-from fsmcompile.spec.lark.grammar import LarkGrammar
+from fsmcompile.tables.lark_grammar import LarkGrammar
 from fsmcompile.vocabulary import Vocabulary
 
 SCHEMAS = {
@@ -220,7 +220,7 @@ def test_packed_stay_rows_are_kept_and_reused_by_the_next_walk(gpt2: Vocabulary)
 
 @pytest.mark.parametrize("seed", range(5))
 def test_or_token_runs_and_pack_token_ids_match_bool_packing(seed: int) -> None:
-    from fsmcompile.index.bits import or_token_runs, pack_bool_rows, pack_token_ids
+    from fsmcompile.tables.bits import or_token_runs, pack_bool_rows, pack_token_ids
 
     rng = np.random.default_rng(seed)
     vocab_size, num_rows = int(rng.integers(1, 300)), int(rng.integers(1, 6))
@@ -255,7 +255,7 @@ def test_or_token_runs_and_pack_token_ids_match_bool_packing(seed: int) -> None:
     ],
 )
 def test_or_token_runs_rejects_bits_outside_the_rows(tokens, starts, stops, rows, match) -> None:
-    from fsmcompile.index.bits import or_token_runs
+    from fsmcompile.tables.bits import or_token_runs
 
     out = np.zeros((1, 1), dtype=np.int32)
     with pytest.raises(ValueError, match=match):

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fsmcompile.compiler import compile_json_schema
-from fsmcompile.index.grammar_walk import walk_bytes
+from fsmcompile.index.cfg.trie_walk import walk_bytes
 from fsmcompile.runtime.grammar_parser import sequence_preorder
 from fsmcompile.runtime.grammar_tables import GrammarTables
 

@@ -20,9 +20,9 @@ from lark.exceptions import GrammarError
 from lark.grammar import NonTerminal, Rule, Terminal
 from lark.parsers.lalr_analysis import LALR_Analyzer
 
-from fsmcompile.spec.lark.grammar import LexerContext
-from fsmcompile.spec.lark.lalr import lalr_states
-from fsmcompile.spec.lark.tables import tables_from_states
+from fsmcompile.grammar.lalr import lalr_states
+from fsmcompile.grammar.parse_tables import tables_from_states
+from fsmcompile.tables.lark_grammar import LexerContext
 
 NONTERMINALS = ("s", "a", "b", "c")
 TERMINALS = ("X", "Y", "Z")

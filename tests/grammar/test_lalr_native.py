@@ -29,9 +29,9 @@ from lark import Lark
 from lark.exceptions import GrammarError
 from lark.grammar import NonTerminal, Rule, Terminal
 
-from fsmcompile.automaton.budget import compile_deadline
+from fsmcompile.budget import compile_deadline
 from fsmcompile.errors import BudgetExceededError
-from fsmcompile.spec.lark import _lalr, lalr
+from fsmcompile.grammar import _lalr, lalr
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpora" / "jsonschemabench"
 SCHEMAS = (
@@ -112,8 +112,8 @@ def _schema_builds(schema_id: str, monkeypatch: pytest.MonkeyPatch) -> list[tupl
     """The (rules, start) of every LALR build of a corpus schema's grammar."""
     from fsmcompile.compiler import ROOT_RULE, lower_spec
     from fsmcompile.errors import UnsupportedFeatureError
+    from fsmcompile.grammar import from_rules, generated
     from fsmcompile.memo import clear_stage_memos
-    from fsmcompile.spec.lark import from_rules, generated
 
     clear_stage_memos()  # a grammar analysed by an earlier test would not be built again
 

@@ -21,9 +21,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lexcheck_reference import Lists, lexing_conflict_lists
 
-from fsmcompile.automaton.dfa import ByteDFA
-from fsmcompile.spec.lark import _lexcheck, from_rules
-from fsmcompile.spec.lark.from_rules import DROPPED
+from fsmcompile.grammar import _lexcheck, from_rules
+from fsmcompile.grammar.from_rules import DROPPED
+from fsmcompile.tables.byte_dfa import ByteDFA
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpora" / "jsonschemabench"
 SCHEMAS = (
@@ -114,7 +114,7 @@ def test_bundled_grammars_get_the_reference_answers(
     from dataclasses import replace
 
     from fsmcompile.automaton.build import build_dfa
-    from fsmcompile.spec.lark.loading import load_lark_grammar
+    from fsmcompile.grammar.loading import load_lark_grammar
 
     grammar = load_lark_grammar((GRAMMARS / name).read_text())
     terminals = [replace(t, dfa=build_dfa(t.node)) for t in grammar.terminals]

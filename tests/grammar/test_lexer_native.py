@@ -24,12 +24,12 @@ from hypothesis import strategies as st
 from lexer_reference import build_lexer_automaton_reference, build_lexer_from_dfas_reference
 
 from fsmcompile.automaton import build_dfa
-from fsmcompile.automaton.ir import Alt, Concat, CountedRepeat, Node, Repeat, chars, literal
 from fsmcompile.errors import BudgetExceededError, UnsupportedFeatureError
-from fsmcompile.index import grammar_lexer as gl
-from fsmcompile.index.fresh_items import countable_for
-from fsmcompile.spec.lark import load_lark_grammar
-from fsmcompile.spec.lark.grammar import LarkGrammar
+from fsmcompile.grammar import load_lark_grammar
+from fsmcompile.index.cfg import lexer as gl
+from fsmcompile.index.cfg.fresh_items import countable_for
+from fsmcompile.ir.nodes import Alt, Concat, CountedRepeat, Node, Repeat, chars, literal
+from fsmcompile.tables.lark_grammar import LarkGrammar
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpora" / "jsonschemabench"
 SCHEMAS = (
@@ -115,7 +115,7 @@ def _assert_same_outcome(grammar: LarkGrammar, *args: Any) -> Any:
 
 def _schema_grammar(schema: Any) -> LarkGrammar:
     from fsmcompile.compiler import ROOT_RULE, lower_spec
-    from fsmcompile.spec.lark.from_rules import grammar_from_rules
+    from fsmcompile.grammar.from_rules import grammar_from_rules
 
     node, rules = lower_spec("json", schema, {})
     assert rules, "a schema of the grammar route"
@@ -158,7 +158,7 @@ def test_counted_schema_lexers_equal_the_reference(name: str, gpt2: Any) -> None
 def test_a_counted_item_beside_another_lexeme_stops_both_alike(gpt2: Any) -> None:
     # `(,a){2,40}` starts its second item where `,a,b` is still alive: both builds stop
     # with that terminal, and the retry that unrolls it agrees too.
-    from fsmcompile.spec.lark.from_rules import grammar_from_rules
+    from fsmcompile.grammar.from_rules import grammar_from_rules
 
     shared = CountedRepeat(literal(",a"), 2, 40)
     root = Concat(
@@ -239,7 +239,7 @@ def _nodes() -> st.SearchStrategy[Node]:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(parts=st.lists(_nodes(), min_size=1, max_size=3), max_states=st.integers(1, 400))
 def test_random_grammars_equal_the_reference(gpt2: Any, parts: list[Node], max_states: int) -> None:
-    from fsmcompile.spec.lark.from_rules import grammar_from_rules
+    from fsmcompile.grammar.from_rules import grammar_from_rules
 
     rules: dict[str, Node] = {"root": Concat(tuple(parts))}
     try:

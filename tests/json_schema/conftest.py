@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from fsmcompile.automaton import ByteDFA, build_dfa
-from fsmcompile.automaton.ir import Node
-from fsmcompile.spec.json_schema import JsonOptions, schema_to_ir
+from fsmcompile.frontend.json_schema import JsonOptions, schema_to_ir
+from fsmcompile.ir.nodes import Node
 
 from .language import schema_language
 

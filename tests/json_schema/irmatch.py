@@ -7,7 +7,7 @@ the DFA tests can compare the builder against it.
 
 from __future__ import annotations
 
-from fsmcompile.automaton.ir import Alt, And, ByteSet, CharSet, Concat, Diff, Node, Repeat
+from fsmcompile.ir.nodes import Alt, And, ByteSet, CharSet, Concat, Diff, Node, Repeat
 
 
 def ir_matches(node: Node, text: str) -> bool:

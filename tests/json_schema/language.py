@@ -14,9 +14,9 @@ from typing import Any
 
 from fsmcompile.automaton import ByteDFA
 from fsmcompile.compiler import build_machine
-from fsmcompile.index.grammar_index import build_grammar_index
+from fsmcompile.frontend.json_schema import JsonOptions, SchemaLowering, schema_to_ir
+from fsmcompile.index.cfg.grammar_index import build_grammar_index
 from fsmcompile.runtime.matcher import matcher_for
-from fsmcompile.spec.json_schema import JsonOptions, SchemaLowering, schema_to_ir
 from fsmcompile.vocabulary import Vocabulary
 
 BYTES = Vocabulary(

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from fsmcompile.errors import BudgetExceededError, SpecError, UnsupportedFeatureError
-from fsmcompile.spec.json_schema import JsonOptions, schema_to_ir
+from fsmcompile.frontend.json_schema import JsonOptions, schema_to_ir
 
 from .language import lowering_language
 

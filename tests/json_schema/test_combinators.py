@@ -8,7 +8,7 @@ import jsonschema
 import pytest
 
 from fsmcompile.errors import UnsupportedFeatureError
-from fsmcompile.spec.json_schema import JsonOptions, schema_to_ir
+from fsmcompile.frontend.json_schema import JsonOptions, schema_to_ir
 
 from .conftest import Raw
 

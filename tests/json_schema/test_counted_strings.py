@@ -27,15 +27,15 @@ from hypothesis import strategies as st
 from support import load_vocabulary
 
 from fsmcompile import artifact
-from fsmcompile.automaton.dfa import ByteDFA
 from fsmcompile.compiler import compile_json_schema
-from fsmcompile.index.bits import unpack_row
-from fsmcompile.index.fresh_items import countable_for, lexeme_last_bytes, max_fresh_items
-from fsmcompile.index.grammar_index import GrammarIndex
-from fsmcompile.index.grammar_lexer import build_lexer_automaton, item_starts
+from fsmcompile.frontend.json_schema.strings import COUNTED_FROM, OWN_RULE_FROM
+from fsmcompile.index.cfg.fresh_items import countable_for, lexeme_last_bytes, max_fresh_items
+from fsmcompile.index.cfg.grammar_index import GrammarIndex
+from fsmcompile.index.cfg.lexer import build_lexer_automaton, item_starts
 from fsmcompile.runtime.matcher import matcher_for
-from fsmcompile.spec.json_schema.strings import COUNTED_FROM, OWN_RULE_FROM
-from fsmcompile.spec.lark.grammar import LarkGrammar
+from fsmcompile.tables.bits import unpack_row
+from fsmcompile.tables.byte_dfa import ByteDFA
+from fsmcompile.tables.lark_grammar import LarkGrammar
 from fsmcompile.vocabulary import Vocabulary
 
 BOUND = 300
@@ -223,7 +223,7 @@ def _string_terminal(most: int) -> tuple[LarkGrammar, ByteDFA, dict[int, frozens
     """The grammar of `schema_with(most)`, and its counted terminal's unbounded automaton
     and item starts."""
     from fsmcompile.compiler import build_machine
-    from fsmcompile.spec.json_schema import JsonOptions, schema_to_ir
+    from fsmcompile.frontend.json_schema import JsonOptions, schema_to_ir
 
     lowering = schema_to_ir(schema_with(most), options=JsonOptions())
     grammar = build_machine(lowering.node, lowering.rules, max_states=200_000, deadline=None)
@@ -279,7 +279,7 @@ def test_a_bound_a_token_could_pass_is_unrolled() -> None:
     # Counting holds while no token can write more items than the bound into a lexeme it
     # starts; a bound a token could pass gets the unrolled lexer.
     from fsmcompile.compiler import build_machine
-    from fsmcompile.spec.json_schema import JsonOptions, schema_to_ir
+    from fsmcompile.frontend.json_schema import JsonOptions, schema_to_ir
 
     lowering = schema_to_ir(schema_with(SHORT), options=JsonOptions())
     grammar = build_machine(lowering.node, lowering.rules, max_states=200_000, deadline=None)
@@ -349,7 +349,7 @@ def test_equal_lexemes_of_different_grammars_share_one_key(vocab: Vocabulary) ->
     # Run-time rows of a counted lexeme are kept per process by `lexeme_key`, so the key
     # must name what `items_grown` reads and nothing of the grammar around it: states of
     # two grammars with one key grow every token alike.
-    from fsmcompile.index.grammar_walk import lexeme_key
+    from fsmcompile.index.cfg.trie_walk import lexeme_key
     from fsmcompile.runtime.counted import items_grown
 
     items = {"type": "string", "maxLength": SHORT}

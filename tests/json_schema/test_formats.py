@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fsmcompile.spec.json_schema.formats import FORMATS
+from fsmcompile.frontend.json_schema.formats import FORMATS
 
 from .conftest import dfa_of
 
@@ -167,7 +167,7 @@ def test_unknown_format_is_an_annotation(accepts) -> None:
 
 def test_regex_format_is_reported() -> None:
     from fsmcompile.errors import UnsupportedFeatureError
-    from fsmcompile.spec.json_schema import JsonOptions, schema_to_ir
+    from fsmcompile.frontend.json_schema import JsonOptions, schema_to_ir
 
     with pytest.raises(UnsupportedFeatureError, match="regex"):
         schema_to_ir({"type": "string", "format": "regex"}, options=JsonOptions())
@@ -179,7 +179,7 @@ def test_regex_format_is_reported() -> None:
 
 def test_lenient_formats_reads_regex_format_as_any_string(accepts) -> None:
     from fsmcompile.errors import UnsupportedFeatureError
-    from fsmcompile.spec.json_schema import JsonOptions, schema_to_ir
+    from fsmcompile.frontend.json_schema import JsonOptions, schema_to_ir
 
     schema = {"type": "object", "properties": {"p": {"type": "string", "format": "regex"}}}
     with pytest.raises(UnsupportedFeatureError) as raised:

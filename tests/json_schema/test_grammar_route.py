@@ -19,9 +19,9 @@ from support import allowed_all_the_way, load_vocabulary
 
 from fsmcompile import artifact
 from fsmcompile.compiler import compile_json_schema
-from fsmcompile.index.grammar_index import GrammarIndex
-from fsmcompile.index.token_index import TokenIndex
+from fsmcompile.index.cfg.grammar_index import GrammarIndex
 from fsmcompile.runtime.matcher import matcher_for
+from fsmcompile.tables.token_index import TokenIndex
 from fsmcompile.vocabulary import Vocabulary
 
 
@@ -250,7 +250,7 @@ def test_grammar_build_past_its_deadline_is_a_budget_error(monkeypatch) -> None:
 
     from fsmcompile.compiler import ROOT_RULE, lower_spec
     from fsmcompile.errors import BudgetExceededError
-    from fsmcompile.spec.lark import from_rules
+    from fsmcompile.grammar import from_rules
 
     node, rules = lower_spec("json", TREE, {})
     rules = {ROOT_RULE: node, **rules}
@@ -268,7 +268,7 @@ def test_members_with_alternative_values_stay_a_small_grammar(vocab: Vocabulary)
     writer moves groups and long tails into helper rules, so the grammar stays linear in
     the members, and exact."""
     from fsmcompile.compiler import ROOT_RULE, lower_spec
-    from fsmcompile.spec.lark import from_rules
+    from fsmcompile.grammar import from_rules
 
     names = [f"m{i}" for i in range(6)]
     value = {"anyOf": [{"type": "array", "items": {}}, {"type": "null"}]}
@@ -307,7 +307,7 @@ def test_optional_members_counted_with_free_extras_stay_a_linear_grammar(
     the members: 929 lark rules for 40 members, and 3.7 s of lark's analysis for a
     91-member Snowplow schema."""
     from fsmcompile.compiler import ROOT_RULE, lower_spec
-    from fsmcompile.spec.lark import from_rules
+    from fsmcompile.grammar import from_rules
 
     names = [f"m{i}" for i in range(40)]
     schema = {
@@ -335,7 +335,7 @@ def test_a_vocabulary_walk_too_wide_for_memory_is_refused(
     `MAX_LEVEL_BYTES` of origin sets at one trie level the walk refuses before gathering
     them (one such level took 10 s and 5 GiB, past any deadline), and under it compiles."""
     from fsmcompile.errors import BudgetExceededError
-    from fsmcompile.index import grammar_walk
+    from fsmcompile.index.cfg import trie_walk as grammar_walk
     from fsmcompile.memo import clear_stage_memos
 
     value = {"type": ["string", "null"], "maxLength": 40}
@@ -392,9 +392,9 @@ def test_bounded_string_values_are_one_terminal_for_all_members(vocab: Vocabular
 def test_a_wide_piece_that_would_overlap_its_follower_stays_joined() -> None:
     """Written apart, `[a-z]{0,300}` would run on into the `x` after it (the lexer could
     not tell where it ends); the writer then keeps the grammar it wrote before splitting."""
-    from fsmcompile.automaton.ir import Alt, Ref, Repeat, chars, literal, seq
     from fsmcompile.errors import UnsupportedFeatureError
-    from fsmcompile.spec.lark import from_rules
+    from fsmcompile.grammar import from_rules
+    from fsmcompile.ir.nodes import Alt, Ref, Repeat, chars, literal, seq
 
     letters = Repeat(chars((97, 122)), 0, 300)
     rules = {"r": seq(literal("<"), letters, literal("x>"), Alt((Ref("r"), literal("."))))}
@@ -410,7 +410,7 @@ def test_the_key_of_extra_members_stays_with_its_comma_and_quotes() -> None:
     its own beside the listed members' `,"name":` (a lexing conflict, then a second
     LALR build); the writer sizes a difference by what it keeps."""
     from fsmcompile.compiler import ROOT_RULE, lower_spec
-    from fsmcompile.spec.lark import from_rules
+    from fsmcompile.grammar import from_rules
 
     names = [f"property_number_{i}" for i in range(40)]
     schema = {"type": "object", "properties": {name: {"type": "integer"} for name in names}}
@@ -422,7 +422,7 @@ def test_the_key_of_extra_members_stays_with_its_comma_and_quotes() -> None:
 
 def _count_lark_builds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The texts lark builds from here on, as `load_lark_grammar` receives them."""
-    from fsmcompile.spec.lark import loading
+    from fsmcompile.grammar import loading
 
     builds: list[str] = []
     load = loading.load_lark_grammar
@@ -439,9 +439,9 @@ def test_a_drop_no_priority_can_mend_is_refused_at_once(monkeypatch) -> None:
     """`<` is tried before `<a>` and drops it; tried first instead, `<a>` would swallow
     the `<` `a` that the other reading needs next. Raising its priority cannot help, so
     the grammar is refused after its first build, not rebuilt to find that out."""
-    from fsmcompile.automaton.ir import Alt, Ref, literal, seq
     from fsmcompile.errors import UnsupportedFeatureError
-    from fsmcompile.spec.lark import from_rules
+    from fsmcompile.grammar import from_rules
+    from fsmcompile.ir.nodes import Alt, Ref, literal, seq
 
     builds = _count_lark_builds(monkeypatch)
     rules = {
@@ -462,9 +462,9 @@ def test_a_priority_round_sorts_the_contexts_as_lark_would_and_builds_once(monke
     them for the text with the priority written in."""
     import re
 
-    from fsmcompile.automaton.ir import Alt, Ref, literal, seq
-    from fsmcompile.spec.lark import from_rules
-    from fsmcompile.spec.lark.loading import load_lark_grammar
+    from fsmcompile.grammar import from_rules
+    from fsmcompile.grammar.loading import load_lark_grammar
+    from fsmcompile.ir.nodes import Alt, Ref, literal, seq
 
     rules = {
         "s": Alt((seq(literal("<"), Ref("s"), literal(">")), seq(literal("<ab>"), Ref("t")))),
@@ -521,8 +521,8 @@ def test_generated_text_is_analysed_as_lark_analyses_it(shape: str) -> None:
     terminals, lexer contexts and parse table are those `Lark(text)` gives, and an LALR
     collision is the same error, which the twin merging reads."""
     from fsmcompile.errors import GrammarError
-    from fsmcompile.spec.json_schema import JsonOptions, schema_to_ir
-    from fsmcompile.spec.lark import from_rules, loading
+    from fsmcompile.frontend.json_schema import JsonOptions, schema_to_ir
+    from fsmcompile.grammar import from_rules, loading
 
     if shape in HANDWRITTEN:
         text = HANDWRITTEN[shape]

@@ -16,10 +16,10 @@ from typing import Any
 import jsonschema
 import pytest
 
-from fsmcompile.automaton.ir import Node, children
 from fsmcompile.compiler import FALLBACK_DEPTH, build_machine
-from fsmcompile.spec.json_schema import JsonOptions, schema_to_ir
-from fsmcompile.spec.lark.grammar import LarkGrammar
+from fsmcompile.frontend.json_schema import JsonOptions, schema_to_ir
+from fsmcompile.ir.nodes import Node, children
+from fsmcompile.tables.lark_grammar import LarkGrammar
 
 
 def shared_member(kind: str) -> dict[str, Any]:

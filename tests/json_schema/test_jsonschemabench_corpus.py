@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from fsmcompile.errors import BudgetExceededError, SpecError
-from fsmcompile.spec.json_schema import JsonOptions, schema_to_ir
+from fsmcompile.frontend.json_schema import JsonOptions, schema_to_ir
 
 from .language import lowering_language
 

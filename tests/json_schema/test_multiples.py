@@ -19,8 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fsmcompile.errors import UnsupportedFeatureError
-from fsmcompile.spec.json_schema import JsonOptions, schema_to_ir
-from fsmcompile.spec.json_schema.multiples import MAX_LISTED_MULTIPLES
+from fsmcompile.frontend.json_schema import JsonOptions, schema_to_ir
+from fsmcompile.frontend.json_schema.multiples import MAX_LISTED_MULTIPLES
 
 from .conftest import schema_dfa
 from .walks import gpt2_index, walk_to_end

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fsmcompile.spec.json_schema.numbers import (
+from fsmcompile.frontend.json_schema.numbers import (
     NUMBER_TEXT,
     Bound,
     integer_range,

@@ -8,8 +8,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from fsmcompile.automaton.ir import And, nodes
-from fsmcompile.spec.json_schema import JsonOptions, schema_to_ir
+from fsmcompile.frontend.json_schema import JsonOptions, schema_to_ir
+from fsmcompile.ir.nodes import And, nodes
 
 from .conftest import Raw
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from fsmcompile.errors import SchemaError, UnsupportedFeatureError
-from fsmcompile.spec.json_schema import JsonOptions, schema_to_ir
+from fsmcompile.frontend.json_schema import JsonOptions, schema_to_ir
 
 
 def test_ref_to_defs_and_definitions(accepts) -> None:
@@ -227,7 +227,7 @@ def test_nesting_limit_unrolls_rules_into_a_dfa(accepts) -> None:
 
 def test_too_deeply_nested_schema_is_a_schema_error_at_the_limit_not_a_crash(gpt2) -> None:
     from fsmcompile.compiler import compile_spec
-    from fsmcompile.spec.json_schema.document import MAX_SCHEMA_DEPTH
+    from fsmcompile.frontend.json_schema.document import MAX_SCHEMA_DEPTH
 
     schema: Any = {"type": "integer"}
     for _ in range(300):

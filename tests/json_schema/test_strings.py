@@ -8,19 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fsmcompile.automaton import build_dfa
-from fsmcompile.automaton.ir import (
-    EMPTY,
-    NOTHING,
-    And,
-    CharSet,
-    Node,
-    Repeat,
-    alt,
-    chars,
-    negate,
-    seq,
-)
-from fsmcompile.spec.json_schema.strings import (
+from fsmcompile.frontend.json_schema.strings import (
     ANY_CHAR,
     ANY_STRING,
     content_except,
@@ -28,6 +16,7 @@ from fsmcompile.spec.json_schema.strings import (
     encode_content,
     literal_string,
 )
+from fsmcompile.ir.nodes import EMPTY, NOTHING, And, CharSet, Node, Repeat, alt, chars, negate, seq
 
 from .conftest import Raw, compact, dfa_of
 from .irmatch import ir_matches

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fsmcompile.errors import SpecError, UnsupportedFeatureError
-from fsmcompile.spec.json_schema import JsonOptions, schema_to_ir
+from fsmcompile.frontend.json_schema import JsonOptions, schema_to_ir
 
 from .conftest import compact
 from .language import schema_language

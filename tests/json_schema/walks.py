@@ -8,7 +8,7 @@ import numpy as np
 from support import load_vocabulary
 
 from fsmcompile.compiler import compile_json_schema
-from fsmcompile.index.token_index import TokenIndex
+from fsmcompile.tables.token_index import TokenIndex
 from fsmcompile.types import DEAD
 
 

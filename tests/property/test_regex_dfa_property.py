@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from fsmcompile.automaton import ByteDFA, build_dfa
-from fsmcompile.spec.regex import parse_regex
+from fsmcompile.frontend.regex.parser import parse_regex
 
 PATTERNS = [
     r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})",

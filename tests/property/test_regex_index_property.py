@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from support import load_vocabulary
 
 from fsmcompile import compile_regex
-from fsmcompile.index.token_index import TokenIndex
+from fsmcompile.tables.token_index import TokenIndex
 from fsmcompile.types import DEAD
 
 PATTERNS = {

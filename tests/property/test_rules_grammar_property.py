@@ -19,12 +19,12 @@ from hypothesis import strategies as st
 from support import load_vocabulary
 
 from fsmcompile.automaton import ByteDFA, build_dfa
-from fsmcompile.automaton.ir import Alt, Node, Ref, literal, seq
-from fsmcompile.automaton.rules import expand_rules
 from fsmcompile.errors import UnsupportedFeatureError
-from fsmcompile.index.grammar_index import build_grammar_index
+from fsmcompile.grammar.from_rules import grammar_from_rules
+from fsmcompile.index.cfg.grammar_index import build_grammar_index
+from fsmcompile.ir.nodes import Alt, Node, Ref, literal, seq
+from fsmcompile.ir.rules import expand_rules
 from fsmcompile.runtime.matcher import matcher_for
-from fsmcompile.spec.lark.from_rules import grammar_from_rules
 
 NAMES = ("s", "r")
 MAX_TEXT = 8

@@ -17,8 +17,8 @@ import interegular
 import numpy as np
 import pytest
 
-from fsmcompile.automaton.dfa import ByteDFA
-from fsmcompile.index.bits import bitmask_words, pack_bool_rows, set_bits
+from fsmcompile.tables.bits import bitmask_words, pack_bool_rows, set_bits
+from fsmcompile.tables.byte_dfa import ByteDFA
 from fsmcompile.vocabulary.trie import TokenTrie
 
 DEAD = -1
@@ -70,7 +70,7 @@ class FakeVocabulary:
 
 @dataclass(frozen=True, eq=False)
 class FakeIndex:
-    """Same fields and `next_state` contract as `fsmcompile.index.token_index.TokenIndex`."""
+    """Same fields and `next_state` contract as `fsmcompile.tables.token_index.TokenIndex`."""
 
     dfa: ByteDFA
     state_mask: np.ndarray

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-from fsmcompile.index.bits import unpack_row
 from fsmcompile.runtime import allocate_token_bitmask, apply_token_bitmask_inplace
 from fsmcompile.runtime.kernels import choose_backend, triton_available
 from fsmcompile.runtime.kernels import numpy as numpy_kernel
 from fsmcompile.runtime.kernels import torch as torch_kernel
+from fsmcompile.tables.bits import unpack_row
 
 
 def reference_apply(logits: np.ndarray, bitmask: np.ndarray, indices) -> np.ndarray:

@@ -8,9 +8,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fsmcompile.index.bits import bitmask_words, unpack_row
 from fsmcompile.runtime import Matcher
 from fsmcompile.runtime.matcher import tables_for
+from fsmcompile.tables.bits import bitmask_words, unpack_row
 
 TOY_TOKENS = ["", "a", "b", "c", "ab", "abc", "1", "2", "12", "-", '"', "{", "}", ":", " ", ""]
 EOS = 0

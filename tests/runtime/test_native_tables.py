@@ -1,4 +1,4 @@
-"""The C parser (`runtime/_native.c`) checks whatever tables it is handed: each broken
+"""The C parser (`native/runtime.c`) checks whatever tables it is handed: each broken
 table below, handed straight to `_native.Parser` (no loader in between), ends in a
 ValueError, never a crash or a hang. Each runs in a forked child, so a regression fails
 one test instead of killing the run."""
@@ -15,7 +15,7 @@ import pytest
 from forked import outcome_in_child
 
 from fsmcompile.compiler import compile_json_schema
-from fsmcompile.index.grammar_index import GrammarIndex
+from fsmcompile.index.cfg.grammar_index import GrammarIndex
 from fsmcompile.runtime._native import Parser, fitting_rows, write_row
 from fsmcompile.runtime.grammar_parser import PARSER_BUFFERS, parser_arguments
 from fsmcompile.runtime.grammar_tables import GrammarTables

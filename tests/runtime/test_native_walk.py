@@ -19,8 +19,8 @@ from forked import outcome_in_child
 
 from fsmcompile import artifact
 from fsmcompile.errors import ArtifactCorruptError
-from fsmcompile.index.grammar_index import GrammarIndex
-from fsmcompile.index.grammar_walk import walk_bytes
+from fsmcompile.index.cfg.grammar_index import GrammarIndex
+from fsmcompile.index.cfg.trie_walk import walk_bytes
 from fsmcompile.runtime.grammar_matcher import GrammarMatcher
 from fsmcompile.runtime.grammar_tables import GrammarTables
 

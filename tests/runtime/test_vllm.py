@@ -19,7 +19,6 @@ import pytest
 import torch
 
 import fsmcompile
-from fsmcompile.index.bits import unpack_row
 from fsmcompile.runtime import Matcher
 from fsmcompile.runtime.bitmask import DeviceMaskTable
 from fsmcompile.runtime.matcher import tables_for
@@ -30,6 +29,7 @@ from fsmcompile.runtime.vllm import (
     RequestSpec,
     register_index,
 )
+from fsmcompile.tables.bits import unpack_row
 
 UNI = MoveDirectionality.UNIDIRECTIONAL
 SWAP = MoveDirectionality.SWAP

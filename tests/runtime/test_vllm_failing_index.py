@@ -17,9 +17,9 @@ from test_native_walk import branching_artifact, dash_token
 
 import fsmcompile
 from fsmcompile import artifact
-from fsmcompile.index.bits import unpack_row
 from fsmcompile.runtime import Matcher
 from fsmcompile.runtime.vllm import BatchUpdate, FSMLogitsProcessor, register_index
+from fsmcompile.tables.bits import unpack_row
 
 GPT2 = Path(__file__).resolve().parents[1] / "data" / "gpt2" / "tokenizer.json.gz"
 

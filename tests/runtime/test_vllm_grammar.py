@@ -13,10 +13,10 @@ import pytest
 import torch
 
 from fsmcompile import Vocabulary, compile_json_schema, compile_lark, compile_regex
-from fsmcompile.index.bits import bitmask_words, unpack_row
 from fsmcompile.runtime.matcher import matcher_for
 from fsmcompile.runtime.vllm_grammar import RequestGrammar
 from fsmcompile.runtime.vllm_specs import choice_regex
+from fsmcompile.tables.bits import bitmask_words, unpack_row
 
 SCHEMA = {
     "type": "object",

@@ -16,8 +16,8 @@ from fsmcompile.errors import (
     ArtifactVersionError,
     VocabularyMismatchError,
 )
-from fsmcompile.index.builder import build_token_index
-from fsmcompile.index.token_index import TokenIndex
+from fsmcompile.index.dfa.build import build_token_index
+from fsmcompile.tables.token_index import TokenIndex
 from fsmcompile.version import FORMAT_VERSION
 from fsmcompile.vocabulary import Vocabulary
 

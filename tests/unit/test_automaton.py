@@ -11,8 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fsmcompile.automaton import ByteDFA, build_dfa
-from fsmcompile.automaton.dfa import dfa_key
-from fsmcompile.automaton.ir import (
+from fsmcompile.automaton.utf8 import encode, utf8_sequences
+from fsmcompile.errors import BudgetExceededError, SpecError
+from fsmcompile.frontend.regex.parser import parse_regex
+from fsmcompile.ir.nodes import (
     EMPTY,
     NOTHING,
     Alt,
@@ -31,10 +33,8 @@ from fsmcompile.automaton.ir import (
     seq,
     without,
 )
-from fsmcompile.automaton.utf8 import encode, utf8_sequences
-from fsmcompile.errors import BudgetExceededError, SpecError
 from fsmcompile.memo import clear_stage_memos
-from fsmcompile.spec.regex import parse_regex
+from fsmcompile.tables.byte_dfa import dfa_key
 from fsmcompile.types import DEAD
 
 
@@ -371,9 +371,9 @@ def same_partition(left: list[int], right: list[int]) -> bool:
 
 @pytest.mark.parametrize("seed", range(60))
 def test_equivalence_classes_match_reference_on_random_dfas(seed: int) -> None:
-    from fsmcompile.automaton.budget import Budget
     from fsmcompile.automaton.fragment import trimmed
     from fsmcompile.automaton.minimize import equivalence_classes
+    from fsmcompile.budget import Budget
 
     rng = np.random.default_rng(seed)
     big = seed >= 40  # a few hundred states over up to 8 classes: many splits per block
@@ -403,10 +403,10 @@ def test_build_dfa_chain_between_loops_is_minimal() -> None:
 
 @pytest.mark.parametrize("seed", range(10))
 def test_hopcroft_refine_matches_reference(seed: int) -> None:
-    from fsmcompile.automaton.budget import Budget
     from fsmcompile.automaton.fragment import trimmed
     from fsmcompile.automaton.hopcroft import refine
     from fsmcompile.automaton.minimize import shape_blocks
+    from fsmcompile.budget import Budget
 
     rng = np.random.default_rng(100 + seed)
     size = int(rng.integers(2, 60))
@@ -442,8 +442,8 @@ def test_refine_rejects_bad_tables(trans, blocks, num_blocks, match) -> None:
 def test_refine_on_a_long_chain_between_loops_is_exact() -> None:
     """(ab)*x{0,3000}(cd)*: a chain thousands of states long that both comes from and leads
     into cycles, the case Moore rounds split one link at a time."""
-    from fsmcompile.automaton.budget import Budget
     from fsmcompile.automaton.minimize import equivalence_classes
+    from fsmcompile.budget import Budget
 
     dfa = build_dfa(parse_regex("(ab)*x{0,3000}(cd)*"))
     # Unminimize: two copies of every state, each edge to either copy.
@@ -463,7 +463,7 @@ def test_kept_format_automaton_is_reused_exactly(fmt: str) -> None:
     gives the same DFA as building a fresh, unshared copy of the format's IR."""
     import copy
 
-    from fsmcompile.spec.json_schema.strings import format_content
+    from fsmcompile.frontend.json_schema.strings import format_content
 
     kept = format_content(fmt)
     assert kept is not None
@@ -528,8 +528,8 @@ def test_dfa_key_names_the_automaton_by_its_arrays() -> None:
 
 
 def test_prune_rules_keeps_unpruned_subtrees_as_the_same_objects() -> None:
-    from fsmcompile.automaton.ir import Alt, Concat, Ref
-    from fsmcompile.automaton.rules import prune_rules
+    from fsmcompile.ir.nodes import Alt, Concat, Ref
+    from fsmcompile.ir.rules import prune_rules
 
     # A shared sub-tree (as `keep_built` marks one) must reach the automaton builder as
     # itself: its automaton is kept by identity, and a copy would be built again.

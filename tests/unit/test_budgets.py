@@ -24,8 +24,8 @@ from support import DATA
 from fsmcompile import BudgetExceededError, Vocabulary, compile_regex
 from fsmcompile.automaton import build_dfa
 from fsmcompile.cli.main import main as cli_main
-from fsmcompile.spec.json_schema import JsonOptions, schema_to_ir
-from fsmcompile.spec.json_schema.values import json_equal, json_key
+from fsmcompile.frontend.json_schema import JsonOptions, schema_to_ir
+from fsmcompile.frontend.json_schema.values import json_equal, json_key
 
 TOKENIZER = str(DATA / "gpt2" / "tokenizer.json.gz")
 MEMORY_CAP_BYTES = 3 << 30
@@ -204,7 +204,7 @@ def test_enum_intersection_by_json_equality() -> None:
 
 
 def test_enum_values_kept_in_order_without_duplicates() -> None:
-    from fsmcompile.automaton.ir import Alt
+    from fsmcompile.ir.nodes import Alt
 
     schema = {"enum": ["b", "a", "b", "c", "a"]}
     node = schema_to_ir(schema, options=JsonOptions()).node
@@ -282,7 +282,7 @@ def test_cli_refuses_bad_budgets_as_usage_errors(
 def test_waiting_for_lark_counts_against_the_budget(gpt2: Vocabulary) -> None:
     """A grammar queued behind another thread's lark analysis gives up at its deadline."""
     from fsmcompile import compile_lark
-    from fsmcompile.spec.lark import loading
+    from fsmcompile.grammar import loading
 
     loading._LARK_LOCK.acquire()
     try:
@@ -299,7 +299,7 @@ def test_mask_collection_refuses_an_unpacked_matrix_past_its_bound(
     gpt2: Vocabulary, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The signatures x origins matrix is sized before numpy allocates it."""
-    from fsmcompile.index import walk
+    from fsmcompile.index.dfa import trie_walk as walk
 
     monkeypatch.setattr(walk, "MAX_UNPACKED_BYTES", 8)
     with pytest.raises(BudgetExceededError) as caught:

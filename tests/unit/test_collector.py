@@ -76,7 +76,7 @@ def test_overlapping_pauses_resume_after_the_last(collector_restored) -> None:
 def test_a_compile_leaves_no_digests_holding_its_tree(gpt2) -> None:
     # Digests hold their IR nodes alive; past the compile they would only be more
     # containers for every full pass of the collector to walk.
-    from fsmcompile.automaton import ir
+    from fsmcompile.ir import nodes as ir
 
     compile_regex(r"(ab|cd){2,9}x", gpt2, cache=False)
     assert not ir._DIGESTS

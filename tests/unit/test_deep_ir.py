@@ -13,11 +13,11 @@ import sys
 import pytest
 
 from fsmcompile.automaton import build_dfa
-from fsmcompile.automaton.ir import EMPTY, Alt, Concat, Node, Ref, literal
-from fsmcompile.automaton.rules import expand_rules, prune_rules, references
-from fsmcompile.automaton.walk import Call, run
-from fsmcompile.spec.lark.from_rules import _Writer, grammar_from_rules
-from fsmcompile.spec.lark.grammar import LarkGrammar
+from fsmcompile.grammar.from_rules import _Writer, grammar_from_rules
+from fsmcompile.ir.dag_walk import Call, run
+from fsmcompile.ir.nodes import EMPTY, Alt, Concat, Node, Ref, literal
+from fsmcompile.ir.rules import expand_rules, prune_rules, references
+from fsmcompile.tables.lark_grammar import LarkGrammar
 
 VALUE = {"v": Alt((literal("0"), Concat((literal("["), Ref("v"), literal("]")))))}
 """`0`, `[0]`, `[[0]]`, ...: a rule that refers to itself."""

@@ -13,10 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support import force_edge_round_collisions, random_moves
 
-from fsmcompile.automaton.dfa import ByteDFA
-from fsmcompile.index.bits import is_bit_set, pack_bool_rows, set_bits, unpack_row
-from fsmcompile.index.builder import build_token_index
-from fsmcompile.index.levels import liveness_levels
+from fsmcompile.index.dfa.build import build_token_index
+from fsmcompile.index.dfa.levels import liveness_levels
+from fsmcompile.tables.bits import is_bit_set, pack_bool_rows, set_bits, unpack_row
+from fsmcompile.tables.byte_dfa import ByteDFA
 from fsmcompile.types import DEAD
 from fsmcompile.vocabulary import Vocabulary
 
@@ -179,8 +179,8 @@ def test_index_string_regions_match_brute_force(gpt2: Vocabulary) -> None:
     # JSON-like strings: anchors that loop on ~90 bytes, with UTF-8 and escape satellites,
     # exiting through the closing quote into different continuations.
     from fsmcompile.automaton import build_dfa
-    from fsmcompile.index.regions import find_regions
-    from fsmcompile.spec.regex import parse_regex
+    from fsmcompile.frontend.regex.parser import parse_regex
+    from fsmcompile.index.dfa.regions import find_regions
 
     string = r'"([^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'
     dfa = build_dfa(parse_regex(rf"\[{string}(,{string}:1)?\]|{{{string}:{string}}}"))
@@ -197,7 +197,7 @@ def test_index_string_escapes_and_first_characters_are_served_exactly(gpt2: Voca
     # paths is served from shape walks, and its mask is still the brute-force one.
     from fsmcompile.automaton import build_dfa
     from fsmcompile.compiler import lower_spec
-    from fsmcompile.index.regions import find_regions
+    from fsmcompile.index.dfa.regions import find_regions
 
     member = {"type": "string", "minLength": 1}
     schema = {
@@ -222,7 +222,7 @@ def test_index_string_escapes_and_first_characters_are_served_exactly(gpt2: Voca
 
 
 def test_set_bits_of_rows_lists_every_set_bit_by_row_then_bit() -> None:
-    from fsmcompile.index.grammar_index import _set_bits_of_rows
+    from fsmcompile.index.cfg.grammar_index import _set_bits_of_rows
 
     rng = np.random.default_rng(1)
     for _ in range(200):
@@ -260,8 +260,8 @@ def test_unique_mask_rows_matches_sorting_every_row(collide: bool, monkeypatch) 
 
 @pytest.mark.parametrize(("dtype", "width"), [(np.int32, 9), (np.int32, 4009), (np.uint64, 3)])
 def test_row_hashes_equal_rows_alike_distinct_rows_apart(dtype, width) -> None:
-    from fsmcompile.index import _bits
     from fsmcompile.index.wide_rows import row_hashes
+    from fsmcompile.tables import _bits
 
     rng = np.random.default_rng(width)
     info = np.iinfo(dtype)
@@ -310,7 +310,7 @@ def test_sequence_table_ids_agree_between_batches_single_steps_and_reloading(
 ) -> None:
     # The walk interns sequences by packed keys in batches, the runtime one at a time on a
     # table rebuilt from the stored columns: every path must give each sequence one id.
-    from fsmcompile.index.grammar_walk import SequenceTable
+    from fsmcompile.index.cfg.trie_walk import SequenceTable
 
     batched, single = SequenceTable(terminals, contexts), SequenceTable(terminals, contexts)
     half = len(steps) // 2
@@ -344,7 +344,7 @@ def test_sequence_table_keeps_ids_across_merges_of_its_sorted_keys() -> None:
     # Past a few thousand new sequences the walk's table sorts their keys into arrays and
     # starts its dictionary over: every id must survive the merges, for batch and single
     # lookups alike, and a sequence must never be added twice.
-    from fsmcompile.index.grammar_walk import SequenceTable
+    from fsmcompile.index.cfg.trie_walk import SequenceTable
 
     rng = np.random.default_rng(7)
     terminals, contexts = 50, 7

@@ -7,7 +7,7 @@ import gc
 import numpy as np
 import pytest
 
-from fsmcompile.index.int_columns import extend_column, int_column
+from fsmcompile.tables.int_columns import extend_column, int_column
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint16, np.bool_])

@@ -12,13 +12,13 @@ from live_walk_reference import walk_live_tokens_reference
 from support import load_vocabulary, random_moves
 
 from fsmcompile.automaton import build_dfa
-from fsmcompile.automaton.dfa import ByteDFA
 from fsmcompile.compiler import lower_spec
 from fsmcompile.errors import BudgetExceededError
-from fsmcompile.index.builder import _injections, _region_plan
-from fsmcompile.index.levels import LivenessLevels, liveness_levels
-from fsmcompile.index.walk import Injections, walk_live_tokens
-from fsmcompile.spec.regex import parse_regex
+from fsmcompile.frontend.regex.parser import parse_regex
+from fsmcompile.index.dfa.build import _injections, _region_plan
+from fsmcompile.index.dfa.levels import LivenessLevels, liveness_levels
+from fsmcompile.index.dfa.trie_walk import Injections, walk_live_tokens
+from fsmcompile.tables.byte_dfa import ByteDFA
 from fsmcompile.vocabulary import Vocabulary
 from fsmcompile.vocabulary.trie import TokenTrie
 

@@ -6,7 +6,7 @@ import pytest
 
 from fsmcompile import compile_regex
 from fsmcompile.errors import RegexSyntaxError
-from fsmcompile.spec.regex import MAX_GROUP_DEPTH, parse_regex
+from fsmcompile.frontend.regex.parser import MAX_GROUP_DEPTH, parse_regex
 
 
 @pytest.mark.parametrize("opening", ["(", "(?:", "(?="])

@@ -8,10 +8,10 @@ import re
 import pytest
 
 from fsmcompile.automaton import build_dfa
-from fsmcompile.automaton.ir import CharSet, Concat, Repeat
 from fsmcompile.errors import RegexSyntaxError, SpecError, UnsupportedFeatureError
-from fsmcompile.spec.regex import parse_regex
-from fsmcompile.spec.regex_classes import ecma_space, python_shorthand
+from fsmcompile.frontend.regex.classes import ecma_space, python_shorthand
+from fsmcompile.frontend.regex.parser import parse_regex
+from fsmcompile.ir.nodes import CharSet, Concat, Repeat
 
 
 def matches(pattern: str, text: str, *, dialect: str = "python", search: bool = False) -> bool:
@@ -386,7 +386,7 @@ def test_parse_regex_lone_surrogate_matches_no_string() -> None:
     ],
 )
 def test_ignorecase_set_equals_re_over_every_code_point(flags: str, body: str) -> None:
-    from fsmcompile.spec.regex_classes import _every_code_point
+    from fsmcompile.frontend.regex.classes import _every_code_point
 
     node = parse_regex(f"(?{flags}){body}")
     assert isinstance(node, CharSet)
@@ -396,7 +396,7 @@ def test_ignorecase_set_equals_re_over_every_code_point(flags: str, body: str) -
 
 def test_cased_table_covers_every_code_point_re_folds() -> None:
     sre = pytest.importorskip("_sre")
-    from fsmcompile.spec.regex_classes import _cased
+    from fsmcompile.frontend.regex.classes import _cased
 
     codes = set(_cased()[0])
     for code in range(0x110000):

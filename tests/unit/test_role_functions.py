@@ -15,13 +15,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fsmcompile.automaton.dfa import ByteDFA
 from fsmcompile.compiler import ROOT_RULE, lower_spec
-from fsmcompile.index import _role_walk
-from fsmcompile.index.grammar_lexer import build_lexer_automaton, lexer_shapes
-from fsmcompile.index.regions import Region, find_regions
-from fsmcompile.index.role_functions import RoleWalk, walk_role_functions
-from fsmcompile.spec.lark.from_rules import grammar_from_rules
+from fsmcompile.grammar.from_rules import grammar_from_rules
+from fsmcompile.index.cfg.lexer import build_lexer_automaton, lexer_shapes
+from fsmcompile.index.dfa import _role_walk
+from fsmcompile.index.dfa.regions import Region, find_regions
+from fsmcompile.index.dfa.role_functions import RoleWalk, walk_role_functions
+from fsmcompile.tables.byte_dfa import ByteDFA
 from fsmcompile.vocabulary import Vocabulary
 from fsmcompile.vocabulary.trie import TokenTrie
 

@@ -9,7 +9,7 @@ import pytest
 
 from fsmcompile import compile_json_schema
 from fsmcompile.errors import SchemaError
-from fsmcompile.spec.json_schema.document import MAX_SCHEMA_DEPTH
+from fsmcompile.frontend.json_schema.document import MAX_SCHEMA_DEPTH
 
 
 def nested(prefix: str, inner: str, suffix: str, levels: int) -> str:

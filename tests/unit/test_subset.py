@@ -22,13 +22,13 @@ from subset_reference import (
 )
 
 from fsmcompile.automaton import _subset, compose, subset
-from fsmcompile.automaton.budget import Budget
 from fsmcompile.automaton.fragment import Fragment
+from fsmcompile.budget import Budget
 from fsmcompile.compiler import build_machine
 from fsmcompile.errors import BudgetExceededError
+from fsmcompile.frontend.json_schema import JsonOptions, schema_to_ir
+from fsmcompile.frontend.regex.parser import parse_regex
 from fsmcompile.memo import clear_stage_memos
-from fsmcompile.spec.json_schema import JsonOptions, schema_to_ir
-from fsmcompile.spec.regex import parse_regex
 
 Construction = Callable[[Budget], Fragment]
 """One construction on fixed inputs, run against a budget."""

@@ -172,7 +172,7 @@ class Runner:
 
 
 def reference_mask(matcher: Any, vocab_size: int) -> np.ndarray:
-    from fsmcompile.index.bits import bitmask_words, unpack_row
+    from fsmcompile.tables.bits import bitmask_words, unpack_row
 
     words = np.zeros((1, bitmask_words(vocab_size)), dtype=np.int32)
     matcher.fill_bitmask(words, 0)

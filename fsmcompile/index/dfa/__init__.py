@@ -1,0 +1,1 @@
+"""The DFA index: a byte DFA and a vocabulary → `TokenIndex`, one mask id per DFA state."""
