@@ -8,38 +8,27 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from fsmcompile.errors import error_document
+
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "Console",
+    "error_document",
+    "human_bytes",
+    "printable",
+]
+
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
-
-
-_POSITION_ATTRS = (
-    "pointer",
-    "keyword",
-    "pos",
-    "line",
-    "column",
-    "byte_offset",
-    "limit",
-    "source",
-    "features",
-)
 
 
 def printable(text: str) -> str:
     """`text` with surrogate code points written as `\\udXXX` escapes: a spec may hold
     them (bytes that are not UTF-8, a lone `\\ud800`), and no stream can print them."""
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
-def error_document(exc: BaseException) -> dict[str, Any]:
-    """The `{"type", "message", ...position}` object scripts read instead of prose."""
-    doc: dict[str, Any] = {"type": type(exc).__name__, "message": printable(str(exc))}
-    for attr in _POSITION_ATTRS:
-        value = getattr(exc, attr, None)
-        if value is not None and value != []:
-            doc[attr] = value
-    return doc
 
 
 @dataclass

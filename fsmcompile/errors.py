@@ -6,6 +6,8 @@ FsmcompileError
 │   ├── SchemaError                      .pointer, .keyword (.line, .column in JSON text)
 │   ├── GrammarError                     .line, .column
 │   └── SpecEncodingError                .source, .byte_offset: a spec file is not UTF-8
+├── SpecPathError (ValueError)           .source: a path that names no spec (missing, or
+│                                        its kind is not told by its suffix)
 ├── UnsupportedFeatureError (SpecError)  valid spec, construct we cannot enforce exactly
 │                                        .pattern/.pos or .pointer/.keyword, .features
 ├── BudgetExceededError                  compile ran past timeout_s or max_states
@@ -18,12 +20,16 @@ FsmcompileError
 │   └── VocabularyMismatchError          compiled for another tokenizer
 └── StoreError
     └── StoreUnavailableError            the store cannot be reached
+
+`error_document(exc)` turns any of them into the `{"type", "message", ...}` object that
+scripts and worker processes pass around instead of prose or exception objects.
 """
 
 from __future__ import annotations
 
 import errno
 from collections.abc import Sequence
+from typing import Any
 
 
 class FsmcompileError(Exception):
@@ -104,6 +110,15 @@ class SpecEncodingError(SpecError):
         self.reason = message
         where = f" in {source}" if source else ""
         super().__init__(f"{message} at byte {byte_offset}{where}")
+
+
+class SpecPathError(FsmcompileError, ValueError):
+    """A path given as a spec that names none: it does not exist, or its suffix does not
+    say whether it holds a regex, a JSON Schema or a grammar (name the kind)."""
+
+    def __init__(self, message: str, source: str) -> None:
+        self.source = source
+        super().__init__(message)
 
 
 class UnsupportedFeatureError(SpecError):
@@ -227,3 +242,35 @@ class StoreError(FsmcompileError):
 
 class StoreUnavailableError(StoreError):
     """The store cannot be reached (Redis down, bad URL, auth failure)."""
+
+
+# Attributes that carry an error's position or subject, in the order documents list them.
+_POSITION_ATTRS = (
+    "pointer",
+    "keyword",
+    "pos",
+    "line",
+    "column",
+    "byte_offset",
+    "limit",
+    "source",
+    "features",
+)
+
+
+def error_document(exc: BaseException) -> dict[str, Any]:
+    """The `{"type", "message", ...position}` object scripts read instead of prose.
+
+    Position attributes (`pointer`, `pos`, `line`, `byte_offset`, `source`, ...) are
+    copied when set. Surrogate code points in the message (a spec may hold them) are
+    written as `\\udXXX` escapes, so the document always encodes as UTF-8. Plain data, so
+    it crosses process boundaries where an exception with keyword arguments would not
+    unpickle.
+    """
+    message = str(exc).encode("utf-8", "backslashreplace").decode("utf-8")
+    doc: dict[str, Any] = {"type": type(exc).__name__, "message": message}
+    for attr in _POSITION_ATTRS:
+        value = getattr(exc, attr, None)
+        if value is not None and value != []:
+            doc[attr] = value
+    return doc

@@ -14,6 +14,7 @@ from fsmcompile.artifact import AnyIndex
 from fsmcompile.runtime.matcher import matcher_for
 from fsmcompile.vocabulary import Vocabulary
 
+from ..options import add_tokenizer_options, load_vocabulary
 from ..output import EXIT_FAILED, EXIT_OK, Console
 
 _SAMPLE = 8
@@ -23,10 +24,7 @@ def add_parser(sub: Any) -> None:
     parser = sub.add_parser("check", help="walk TEXTs through an artifact: accepted/rejected")
     parser.add_argument("file", help="artifact file")
     parser.add_argument("texts", nargs="+", metavar="TEXT")
-    parser.add_argument(
-        "--tokenizer", "-t", required=True, help="the tokenizer the artifact was compiled for"
-    )
-    parser.add_argument("--vocab-size", type=int, default=None)
+    add_tokenizer_options(parser)
 
 
 def _sample(vocab: Vocabulary, allowed: list[int]) -> list[str]:
@@ -70,7 +68,7 @@ def check_text(index: AnyIndex, text: str) -> dict[str, Any]:
 
 def run(args: argparse.Namespace, console: Console) -> int:
     try:
-        vocab = Vocabulary.load(args.tokenizer, vocab_size=args.vocab_size)
+        vocab = load_vocabulary(args)
         index = artifact.load(args.file, vocab)
         results = [check_text(index, text) for text in args.texts]
     except Exception as exc:  # noqa: BLE001 - reported as an error line / document

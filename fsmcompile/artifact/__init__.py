@@ -14,10 +14,9 @@ loop. docs/artifact.md lists the invariants.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
-from fsmcompile.artifact.files import read_artifact_file
+from fsmcompile.artifact.files import read_artifact_file, write_artifact_file
 from fsmcompile.artifact.framing import read_header
 from fsmcompile.artifact.rows import ALLOWED, DENSE, REJECTED
 from fsmcompile.artifact.validate import Body
@@ -39,6 +38,7 @@ __all__ = [
     "save",
     "summarize",
     "to_bytes",
+    "write_artifact_file",
 ]
 
 
@@ -117,12 +117,7 @@ def summarize(doc: dict[str, Any], source: str | None = None) -> dict[str, Any]:
 
 def save(index: AnyIndex, path: str | os.PathLike[str]) -> int:
     """Write the artifact atomically (temporary file + rename); returns its size in bytes."""
-    target = Path(path)
-    data = to_bytes(index)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, target)
-    return len(data)
+    return write_artifact_file(to_bytes(index), path)
 
 
 def load(

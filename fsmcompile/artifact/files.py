@@ -1,4 +1,5 @@
-"""Read an artifact file safely: a regular file, under a size cap, never a device or FIFO.
+"""Read an artifact file safely (a regular file, under a size cap, never a device or
+FIFO), and write one atomically.
 
 Artifact paths can come from requests (the vLLM processor loads `index` paths under
 operator-configured directories), so reading one must be bounded: `/dev/zero` used to
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import os
 import stat
+from pathlib import Path
 
 from fsmcompile.errors import ArtifactError, ArtifactNotFoundError
 
@@ -32,6 +34,16 @@ def byte_limit(env: str, default: int) -> int:
         return max(int(value), 0)
     except ValueError as exc:
         raise ValueError(f"{env}={value!r} is not a byte count") from exc
+
+
+def write_artifact_file(data: bytes, path: str | os.PathLike[str]) -> int:
+    """Write artifact bytes atomically (temporary file + rename): a reader of `path` sees
+    the old file or the new one, never a torn one. Returns the size in bytes."""
+    target = Path(path)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, target)
+    return len(data)
 
 
 def read_artifact_file(path: str | os.PathLike[str], *, max_bytes: int | None = None) -> bytes:

@@ -1,9 +1,14 @@
 """The one interface every cache tier implements, plus the checksum framing they share.
 
-A store maps a string key to opaque artifact bytes. Stores never interpret the bytes;
-they only promise that what `get` returns is exactly what some `put` stored: a damaged
+A store maps a string key to opaque artifact bytes. `get` never interprets the bytes;
+it only promises that what it returns is exactly what some `put` stored: a damaged
 entry is detected by its checksum, deleted, logged at WARNING and reported as a
 miss, so a truncated file or an overwritten Redis chunk can never reach the matcher.
+
+Maintenance goes through the same interface without those side effects: `keys` and
+`entries` list, `stat` describes one entry, `verify` says whether an entry is the artifact
+its key names and why not (`entries.py`), `purge` empties. So the CLI, a health check
+and the tiered cache all speak to a tier through one set of methods, never its layout.
 
 Tiers that can coordinate several processes (disk: a file lock; Redis: a lock key) also
 hand out a `Lease` so `TieredCache` can make one process compile while the rest wait.
@@ -16,21 +21,31 @@ import os
 import struct
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from types import TracebackType
 from typing import Any, TypeVar
 
 from fsmcompile.errors import ArtifactCorruptError
+from fsmcompile.store.entries import (
+    EntryStat,
+    EntryVerdict,
+    judge_value,
+    newer_format_verdict,
+    reason_of,
+)
 
 __all__ = [
     "DEFAULT_MAX_ENTRY_BYTES",
     "DIGEST_BYTES",
     "MAX_ENTRY_BYTES_ENV",
+    "EntryStat",
+    "EntryVerdict",
     "Lease",
     "Store",
     "digest_of",
     "entry_limit",
     "frame_value",
-    "read_frame_key",
+    "read_frame_head",
     "unframe_value",
 ]
 
@@ -145,17 +160,18 @@ def unframe_value(
     return key, value
 
 
-def read_frame_key(read: Callable[[int], bytes]) -> str | None:
-    """Read only the key of a framed entry (for listing); None if it is not a frame."""
+def read_frame_head(read: Callable[[int], bytes]) -> tuple[str, int] | None:
+    """Read only the key and value length of a framed entry (for listing); None if it is
+    not a frame or its key is not UTF-8."""
     head = read(_HEADER.size)
     if len(head) != _HEADER.size:
         return None
-    magic, fmt, key_len, _value_len, _digest = _HEADER.unpack(head)
+    magic, fmt, key_len, value_len, _digest = _HEADER.unpack(head)
     if magic != _MAGIC or fmt != _FRAME_FORMAT:
         return None
     key_bytes = read(key_len)
     try:
-        return key_bytes.decode("utf-8")
+        return key_bytes.decode("utf-8"), value_len
     except UnicodeDecodeError:
         return None
 
@@ -191,15 +207,25 @@ class Lease(ABC):
 
 
 class Store(ABC):
-    """One cache tier: bytes in, the same bytes out, or None.
+    """One cache tier: bytes in, the same bytes out, or None; and a look at what it holds.
 
     Implementations are thread-safe. Errors that mean "this tier cannot serve right now"
     are raised as `StoreUnavailableError` (or another `StoreError`) so the tiered cache
     can degrade to the other tiers instead of failing the request.
+
+    A tier implements `get`, `put`, `delete`, `keys`, `stat`, `stats` and `_peek`; the
+    maintenance methods (`verify`, `entries`, `verify_entries`, `purge`) are built on
+    them here, and a tier overrides them only where its storage can hold entries that no
+    key names (a disk file whose header is damaged).
     """
 
     #: Tier name used in `CacheEvent.tier`, logs and stats: "memory", "disk", "redis".
     name: str = "store"
+
+    @property
+    def location(self) -> str:
+        """Where the tier keeps its entries, for people: a folder, a redacted URL."""
+        return self.name
 
     @abstractmethod
     def get(self, key: str) -> bytes | None:
@@ -218,8 +244,128 @@ class Store(ABC):
         """Yield the stored keys starting with `prefix`, in no particular order."""
 
     @abstractmethod
-    def stats(self) -> dict[str, Any]:
-        """Return counters and sizes for monitoring (JSON-serializable values)."""
+    def stat(self, key: str) -> EntryStat | None:
+        """Describe the entry under `key` without reading its value; None if absent.
+
+        Nothing is deleted, counted or marked as recently used.
+
+        Raises:
+            StoreError: the tier cannot be read.
+        """
+
+    @abstractmethod
+    def stats(self, *, detailed: bool = False) -> dict[str, Any]:
+        """Return counters and sizes for monitoring (JSON-serializable values).
+
+        Args:
+            detailed: also what costs a scan or a server round trip (Redis: the entry
+                count and the server's memory figures); the tiered cache never asks.
+
+        Raises:
+            StoreError: only with `detailed`, when the tier cannot be read.
+        """
+
+    @abstractmethod
+    def _peek(self, key: str) -> bytes | None:
+        """The value under `key`, checked against the tier's own framing and checksum,
+        with none of `get`'s side effects (no delete, no counters, no LRU bump).
+
+        Raises:
+            ArtifactCorruptError: the tier's framing or checksum does not hold.
+            StoreError: the tier cannot be read.
+        """
+
+    def _where(self, key: str) -> str:
+        """`EntryStat.location` of `key`: the file or Redis key that would hold it."""
+        del key
+        return self.location
+
+    def verify(self, key: str) -> EntryVerdict:
+        """Check the entry under `key` as every cache read does, deleting nothing.
+
+        The tier's framing and checksum, then the artifact's own checksum and the identity
+        check (`entry_check.check_entry`: kind, format, tokenizer and spec are the key's).
+        A key naming a newer artifact format is `skipped` unread: it belongs to newer
+        clients sharing the tier.
+
+        Returns:
+            The verdict; `status` is "missing" when nothing is stored under `key`.
+
+        Raises:
+            StoreError: the tier cannot be read.
+        """
+        where = self._where(key)
+        skipped = newer_format_verdict(key, self.name, where)
+        if skipped is not None:
+            return skipped
+        try:
+            value = self._peek(key)
+        except ArtifactCorruptError as exc:
+            return EntryVerdict(key, self.name, where, "corrupt", reason_of(exc))
+        if value is None:
+            return EntryVerdict(key, self.name, where, "missing")
+        return judge_value(key, value, self.name, where)
+
+    def entries(self, prefix: str = "") -> Iterator[EntryStat]:
+        """Yield `stat` of every entry whose key starts with `prefix`, sorted by key.
+
+        Raises:
+            StoreError: the tier cannot be read.
+        """
+        for key in sorted(self.keys(prefix)):
+            found = self.stat(key)
+            if found is not None:  # None: deleted meanwhile
+                yield found
+
+    def _verify_entry(self, entry: EntryStat) -> EntryVerdict:
+        """`verify` for one listed entry (a tier with keyless entries overrides this)."""
+        if entry.key is None:
+            raise ValueError(f"{self.name} listed an entry without a key: {entry.location}")
+        return self.verify(entry.key)
+
+    def _delete_entry(self, entry: EntryStat) -> None:
+        """Remove one listed entry (a tier with keyless entries overrides this)."""
+        if entry.key is not None:
+            self.delete(entry.key)
+
+    def verify_entries(
+        self, prefix: str = "", *, delete_corrupt: bool = False
+    ) -> Iterator[EntryVerdict]:
+        """Verify every entry under `prefix`, in `entries` order.
+
+        Args:
+            prefix: only keys starting with this.
+            delete_corrupt: delete each `corrupt` entry (its verdict says `deleted`);
+                `skipped` ones are always kept.
+
+        Yields:
+            One verdict per entry still present when its turn came.
+
+        Raises:
+            StoreError: the tier cannot be read.
+        """
+        for entry in self.entries(prefix):
+            verdict = self._verify_entry(entry)
+            if verdict.status == "missing":
+                continue
+            if verdict.status == "corrupt" and delete_corrupt:
+                self._delete_entry(entry)
+                verdict = replace(verdict, deleted=True)
+            yield verdict
+
+    def purge(self, prefix: str = "") -> list[EntryStat]:
+        """Delete every entry under `prefix` (all of them when empty).
+
+        Returns:
+            The entries deleted, as listed just before.
+
+        Raises:
+            StoreError: the tier cannot be read or written.
+        """
+        doomed = list(self.entries(prefix))
+        for entry in doomed:
+            self._delete_entry(entry)
+        return doomed
 
     def lease(self, key: str, *, ttl_s: float) -> Lease | None:
         """Return a cross-process lease on `key`, or None if this tier cannot coordinate.

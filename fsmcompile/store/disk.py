@@ -37,8 +37,17 @@ from fsmcompile.store.base import (
     Store,
     entry_limit,
     frame_value,
-    read_frame_key,
+    read_frame_head,
     unframe_value,
+)
+from fsmcompile.store.disk_lease import FileLease, same_file
+from fsmcompile.store.entries import (
+    EntryStat,
+    EntryVerdict,
+    format_of_key,
+    judge_value,
+    newer_format_verdict,
+    reason_of,
 )
 
 __all__ = ["DiskStore", "default_cache_dir"]
@@ -61,55 +70,6 @@ _FRAME_OVERHEAD_BYTES = 4096
 
 def _hash_name(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
-
-
-class FileLease(Lease):
-    """An exclusive `flock` on a per-key file; the kernel drops it if the holder dies.
-
-    Lock files are deleted by the sweeper only while it holds the flock itself, so after
-    locking, the holder checks that its descriptor still names the file at `path`; if
-    the file was unlinked in between, it retries on the fresh file. Without that check
-    two processes could each hold a lock on a different inode for the same key.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self._path = path
-        self._fd: int | None = None
-
-    def try_acquire(self) -> bool:
-        if self._fd is not None:
-            raise RuntimeError("FileLease is single-use and already held")
-        try:
-            self._path.parent.mkdir(parents=True, exist_ok=True)
-            while True:
-                fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    os.close(fd)
-                    return False
-                if _same_file(fd, self._path):
-                    self._fd = fd
-                    return True
-                os.close(fd)  # swept between open and flock: lock the new file
-        except OSError as exc:
-            raise StoreError(f"cannot lock {self._path}: {exc}") from exc
-
-    def release(self) -> None:
-        fd, self._fd = self._fd, None
-        if fd is not None:
-            with contextlib.suppress(OSError):
-                fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
-
-
-def _same_file(fd: int, path: Path) -> bool:
-    try:
-        on_disk = os.stat(path)
-    except FileNotFoundError:
-        return False
-    held = os.fstat(fd)
-    return (held.st_dev, held.st_ino) == (on_disk.st_dev, on_disk.st_ino)
 
 
 class DiskStore(Store):
@@ -163,7 +123,7 @@ class DiskStore(Store):
         digest = _hash_name(key)
         return self._objects / digest[:2] / digest
 
-    def read_path(self, path: Path, *, expected_key: str | None) -> tuple[str, bytes] | None:
+    def _read_path(self, path: Path, *, expected_key: str | None) -> tuple[str, bytes] | None:
         """Read and verify one entry file without deleting anything.
 
         Returns:
@@ -213,7 +173,7 @@ class DiskStore(Store):
         path = self.path_for(key)
         try:
             before = os.lstat(path)
-            found = self.read_path(path, expected_key=key)
+            found = self._read_path(path, expected_key=key)
         except FileNotFoundError:
             found = None
         except ArtifactCorruptError as exc:
@@ -357,7 +317,7 @@ class DiskStore(Store):
                 continue
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                if _same_file(fd, path):
+                if same_file(fd, path):
                     os.unlink(path)
             except OSError:
                 pass
@@ -373,16 +333,116 @@ class DiskStore(Store):
             raise StoreUnavailableError(f"cannot delete cache entry for {key!r}: {exc}") from exc
 
     def keys(self, prefix: str = "") -> Iterator[str]:
-        for _, _, path in self._scan():
-            try:
-                with open(path, "rb") as f:
-                    key = read_frame_key(f.read)
-            except OSError:
-                continue
-            if key is not None and key.startswith(prefix):
-                yield key
+        for entry in self._listing(prefix):
+            if entry.key is not None:
+                yield entry.key
 
-    def stats(self) -> dict[str, Any]:
+    @property
+    def location(self) -> str:
+        return str(self.directory)
+
+    def _where(self, key: str) -> str:
+        return str(self.path_for(key))
+
+    def _head(self, path: Path) -> tuple[os.stat_result, tuple[str, int] | None] | None:
+        """The file's stat and its frame's `(key, value length)` (None: unreadable header);
+        None when the file is gone. Opened as `_read_path` opens it: no symlinks, no FIFOs.
+        """
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return None
+        except OSError:
+            try:
+                return os.lstat(path), None
+            except FileNotFoundError:
+                return None
+        with os.fdopen(fd, "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                return st, None
+            try:
+                return st, read_frame_head(f.read)
+            except OSError:
+                return st, None
+
+    def _entry_stat(self, path: Path, key: str | None) -> EntryStat | None:
+        found = self._head(path)
+        if found is None:
+            return None
+        st, head = found
+        if key is None and head is not None:
+            key = head[0]
+        size = head[1] if head is not None and head[0] == key else None
+        return EntryStat(
+            key,
+            self.name,
+            str(path),
+            size,
+            format_version=format_of_key(key),
+            modified_at=st.st_mtime,
+        )
+
+    def stat(self, key: str) -> EntryStat | None:
+        return self._entry_stat(self.path_for(key), key)
+
+    def _listing(self, prefix: str) -> list[EntryStat]:
+        """Every entry file under `prefix`, sorted by key; files whose header cannot be
+        read come last (key None), and only when no prefix narrows the set."""
+        found: list[EntryStat] = []
+        for _, _, path in self._scan():
+            entry = self._entry_stat(path, None)
+            if entry is None:
+                continue  # deleted meanwhile
+            if (entry.key is None and not prefix) or (
+                entry.key is not None and entry.key.startswith(prefix)
+            ):
+                found.append(entry)
+        found.sort(key=lambda entry: (entry.key is None, entry.key or "", entry.location))
+        return found
+
+    def entries(self, prefix: str = "") -> Iterator[EntryStat]:
+        """Yield every entry file under `prefix`, sorted by key, in one folder scan.
+
+        Files whose header cannot be read are listed last with key None when `prefix` is
+        empty: no key reaches them, so only `verify_entries` and `purge` can remove them.
+        """
+        return iter(self._listing(prefix))
+
+    def _peek(self, key: str) -> bytes | None:
+        found = self._read_path(self.path_for(key), expected_key=key)
+        return None if found is None else found[1]
+
+    def _verify_entry(self, entry: EntryStat) -> EntryVerdict:
+        """Verify the file itself, not the file its key names: a misfiled or keyless
+        entry is reported (and purged) as corrupt instead of being missed."""
+        path = Path(entry.location)
+        skipped = newer_format_verdict(entry.key, self.name, entry.location)
+        if skipped is not None:
+            return skipped
+        try:
+            found = self._read_path(path, expected_key=None)
+            if found is None:
+                return EntryVerdict(entry.key, self.name, entry.location, "missing")
+            key, value = found
+            if self.path_for(key) != path:
+                raise ArtifactCorruptError(f"entry for {key!r} is filed under the wrong name")
+        except ArtifactCorruptError as exc:
+            return EntryVerdict(entry.key, self.name, entry.location, "corrupt", reason_of(exc))
+        return judge_value(key, value, self.name, entry.location)
+
+    def _delete_entry(self, entry: EntryStat) -> None:
+        try:
+            os.unlink(entry.location)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise StoreUnavailableError(
+                f"cannot delete cache entry {entry.location}: {exc}"
+            ) from exc
+
+    def stats(self, *, detailed: bool = False) -> dict[str, Any]:
+        del detailed  # the folder scan below is the whole cost
         entries = self._scan()
         with self._lock:
             counters = dict(self._counters)

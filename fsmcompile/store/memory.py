@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
 from fsmcompile.store.base import Store
+from fsmcompile.store.entries import EntryStat, format_of_key
 
 __all__ = ["MemoryStore"]
 
@@ -37,6 +39,7 @@ class MemoryStore(Store):
             raise ValueError(f"max_bytes must be >= 0, got {max_bytes}")
         self.max_bytes = max_bytes
         self._entries: OrderedDict[str, bytes] = OrderedDict()
+        self._written_at: dict[str, float] = {}
         self._size_bytes = 0
         self._lock = threading.Lock()
         self._hits = 0
@@ -62,10 +65,12 @@ class MemoryStore(Store):
             if len(value) > self.max_bytes:
                 return
             self._entries[key] = value
+            self._written_at[key] = time.time()
             self._size_bytes += len(value)
             # O(evicted entries): popitem(last=False) takes the least recently used.
             while self._size_bytes > self.max_bytes:
-                _, old = self._entries.popitem(last=False)
+                old_key, old = self._entries.popitem(last=False)
+                del self._written_at[old_key]
                 self._size_bytes -= len(old)
                 self._evictions += 1
 
@@ -77,13 +82,34 @@ class MemoryStore(Store):
         old = self._entries.pop(key, None)
         if old is not None:
             self._size_bytes -= len(old)
+            del self._written_at[key]
 
     def keys(self, prefix: str = "") -> Iterator[str]:
         with self._lock:
             snapshot = [k for k in self._entries if k.startswith(prefix)]
         return iter(snapshot)
 
-    def stats(self) -> dict[str, Any]:
+    def stat(self, key: str) -> EntryStat | None:
+        with self._lock:
+            value = self._entries.get(key)
+            written_at = self._written_at.get(key)
+        if value is None:
+            return None
+        return EntryStat(
+            key,
+            self.name,
+            self.location,
+            len(value),
+            format_version=format_of_key(key),
+            modified_at=written_at,
+        )
+
+    def _peek(self, key: str) -> bytes | None:
+        with self._lock:
+            return self._entries.get(key)
+
+    def stats(self, *, detailed: bool = False) -> dict[str, Any]:
+        del detailed  # everything is already counted
         with self._lock:
             return {
                 "name": self.name,

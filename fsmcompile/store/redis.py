@@ -33,6 +33,7 @@ import redis.exceptions as rex
 
 from fsmcompile.errors import ArtifactCorruptError, StoreError, StoreUnavailableError
 from fsmcompile.store.base import Store, digest_of, entry_limit
+from fsmcompile.store.entries import EntryStat, format_of_key
 from fsmcompile.store.manifest import (
     MANIFEST_OVERHEAD_BYTES,
     MAX_CHUNKS,
@@ -215,7 +216,7 @@ class RedisStore(Store):
             raise
         return bytes(raw) if raw else None
 
-    def read_entry(self, key: str) -> bytes | None:
+    def _peek(self, key: str) -> bytes | None:
         """Return the value under `key`, verified, without deleting anything.
 
         Returns:
@@ -273,7 +274,7 @@ class RedisStore(Store):
 
     def get(self, key: str) -> bytes | None:
         try:
-            value = self.read_entry(key)
+            value = self._peek(key)
         except _DamagedEntry as exc:
             self._drop_corrupt(key, exc.manifest, exc.reason)
             return None
@@ -388,19 +389,36 @@ class RedisStore(Store):
                 raw = None
             self.client.delete(mkey, *self._old_chunk_keys(key, raw))
 
-    def entry_size(self, key: str) -> int | None:
-        """The value size a manifest claims (for listing); None if absent or unreadable."""
+    @property
+    def location(self) -> str:
+        return self.url
+
+    def _where(self, key: str) -> str:
+        return self._manifest_key(key)
+
+    def stat(self, key: str) -> EntryStat | None:
+        """The size the manifest claims (None when it is damaged) and the entry's TTL."""
+        mkey = self._manifest_key(key)
         with self._errors(f"read {key!r}"):
             try:
-                raw = self._read_manifest(self.client, self._manifest_key(key))
+                raw = self._read_manifest(self.client, mkey)
             except _WrongType:
+                raw = b""  # present but planted: listed, sizeless, verify calls it corrupt
+            if raw is None:
                 return None
-        if raw is None:
-            return None
+            ttl_ms = self.client.pttl(mkey)
         try:
-            return decode_manifest(raw, self.max_entry_bytes).size
+            size: int | None = decode_manifest(raw, self.max_entry_bytes).size
         except ArtifactCorruptError:
-            return None
+            size = None
+        return EntryStat(
+            key,
+            self.name,
+            mkey,
+            size,
+            format_version=format_of_key(key),
+            expires_in_s=ttl_ms / 1000 if isinstance(ttl_ms, int) and ttl_ms >= 0 else None,
+        )
 
     def keys(self, prefix: str = "") -> Iterator[str]:
         head = f"{self.prefix}m:{{"
@@ -411,10 +429,12 @@ class RedisStore(Store):
                 if text.startswith(head) and text.endswith("}"):
                     yield text[len(head) : -1]
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self, *, detailed: bool = False) -> dict[str, Any]:
+        """Counters of this client; with `detailed`, also the entry count (a SCAN) and
+        the server's version and memory figures (INFO)."""
         with self._stats_lock:
             counters = dict(self._counters)
-        return {
+        found: dict[str, Any] = {
             "name": self.name,
             "url": self.url,
             "prefix": self.prefix,
@@ -422,6 +442,18 @@ class RedisStore(Store):
             "chunk_bytes": self.chunk_bytes,
             **counters,
         }
+        if detailed:
+            entries = sum(1 for _ in self.keys())
+            with self._errors("read server info"):
+                info = self.client.info()
+            found.update(
+                entries=entries,
+                server_version=info.get("redis_version"),
+                used_memory_bytes=info.get("used_memory"),
+                maxmemory_bytes=info.get("maxmemory"),
+                maxmemory_policy=info.get("maxmemory_policy"),
+            )
+        return found
 
     def lease(self, key: str, *, ttl_s: float) -> RedisLease:
         """Return a lock lease on `key` that expires `ttl_s` after its holder stops renewing."""

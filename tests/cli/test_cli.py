@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support import DATA
 
+from fsmcompile import artifact
 from fsmcompile.cli.main import main
+from fsmcompile.store import DiskStore
 
 TOKENIZER = str(DATA / "gpt2" / "tokenizer.json.gz")
 EXAMPLES = Path(__file__).resolve().parents[2] / "grammars" / "examples"
@@ -131,3 +134,31 @@ def test_cli_artifact_for_other_tokenizer_is_exit_1(
     other = str(DATA / "phi3" / "tokenizer.json.gz")
     code, _, err = run(capsys, "check", str(target), "abc", "-t", other)
     assert code == 1 and "another tokenizer" in err
+
+
+def test_cli_compile_serializes_once_and_writes_what_it_reports(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[int] = []
+    to_bytes = artifact.to_bytes
+
+    def counting_to_bytes(index: Any) -> bytes:
+        data = to_bytes(index)
+        calls.append(len(data))
+        return data
+
+    monkeypatch.setattr(artifact, "to_bytes", counting_to_bytes)
+    target = tmp_path / "d.fsm"
+    argv = ["--json", "--regex", "(on|off)", "-t", TOKENIZER, "-o", str(target), "--no-cache"]
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    assert calls == [target.stat().st_size] == [json.loads(out)["artifact_bytes"]]
+
+
+def test_cli_cache_dir_option_places_the_disk_tier(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    argv = ("--regex", "(left|right)", "-t", TOKENIZER, "--cache-dir", str(tmp_path / "c"))
+    assert run(capsys, *argv)[0] == 0
+    keys = list(DiskStore(tmp_path / "c").keys())
+    assert len(keys) == 1 and keys[0].startswith("regex-")

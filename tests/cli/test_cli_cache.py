@@ -14,11 +14,12 @@ from redis_server import RedisServer, free_port
 from support import DATA
 
 from fsmcompile import Vocabulary
-from fsmcompile.cli.commands.warm import WarmOutcome, collect_specs
 from fsmcompile.cli.main import main
 from fsmcompile.compiler import index_cache_key
 from fsmcompile.store import DiskStore
 from fsmcompile.store.base import digest_of
+from fsmcompile.version import FORMAT_VERSION
+from fsmcompile.warm import WarmOutcome, collect_specs
 
 pytestmark = pytest.mark.redis
 
@@ -195,7 +196,8 @@ def test_warm_jsonl_line_keys_choose_the_kind(tmp_path: Path) -> None:
         (None, f"{jsonl}:4"),
         (None, f"{jsonl}:5"),
     ]
-    assert isinstance(items[3], WarmOutcome) and "several specs" in items[3].line()
+    assert isinstance(items[3], WarmOutcome) and items[3].error is not None
+    assert "several specs" in items[3].error["message"]
 
 
 def test_warm_usage_errors_exit_2(
@@ -406,3 +408,66 @@ def test_compile_with_a_planted_lock_compiles_locally_within_seconds(
     assert "cache: miss" in out and time.monotonic() - started < 10
     assert client.get(lock) == b"planted"
     client.close()
+
+
+def test_cache_ls_json_carries_each_entry_stat(
+    capsys: pytest.CaptureFixture[str], specs: Path, tmp_path: Path, redis_url: str
+) -> None:
+    cache_dir = tmp_path / "c"
+    assert warm(capsys, specs, cache_dir, "--redis", redis_url)[0] == 0
+    code, out, _ = run(
+        capsys, "--json", "cache", "ls", "--dir", str(cache_dir), "--redis", redis_url
+    )
+    by_tier = {t["tier"]: t["entries"] for t in json.loads(out)["tiers"]}
+    assert code == 0 and len(by_tier["disk"]) == len(by_tier["redis"]) == 5
+    disk = DiskStore(cache_dir)
+    for entry in by_tier["disk"]:
+        assert entry["path"] == entry["location"] == str(disk.path_for(entry["key"]))
+        assert entry["format_version"] == FORMAT_VERSION and entry["modified_at"] > 0
+    for entry in by_tier["redis"]:
+        assert entry["location"] == f"fsmcompile:m:{{{entry['key']}}}"
+        assert entry["modified_at"] is None and entry["expires_in_s"] is None  # no TTL set
+    # The same artifact on both tiers: the sizes agree.
+    sizes = {
+        tier: {e["key"]: e["size_bytes"] for e in entries} for tier, entries in by_tier.items()
+    }
+    assert sizes["disk"] == sizes["redis"]
+
+
+def test_cache_verify_prefix_checks_only_those_keys_and_dry_run_keeps_them(
+    capsys: pytest.CaptureFixture[str], specs: Path, tmp_path: Path
+) -> None:
+    cache_dir = tmp_path / "c"
+    assert warm(capsys, specs, cache_dir)[0] == 0
+    regex_keys = sorted(k for k in DiskStore(cache_dir).keys() if k.startswith("regex-"))
+    _damage_disk_entry(cache_dir, regex_keys[0])
+    code, out, _ = run(capsys, "--json", "cache", "verify", "--dir", str(cache_dir), "--dry-run")
+    (disk,) = json.loads(out)["tiers"]
+    assert code == 1 and (disk["checked"], disk["corrupt"]) == (5, 1)
+    assert DiskStore(cache_dir).path_for(regex_keys[0]).exists()
+    argv = ("cache", "verify", "--dir", str(cache_dir), "--prefix", "json-")
+    code, out, _ = run(capsys, *argv)
+    assert code == 0 and "disk: verified 3 entries: 3 ok, 0 corrupt (deleted)" in out
+
+
+def test_warm_reads_spec_files_as_compile_does(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Not UTF-8: the same SpecEncodingError, with its byte offset, as `compile`."""
+    bad = tmp_path / "latin1.regex"
+    bad.write_bytes(b"caf\xe9\n")
+    argv = ("-t", TOKENIZER, "--cache-dir", str(tmp_path / "c"))
+    code, out, _ = run(capsys, "--json", "warm", str(bad), *argv)
+    (spec,) = json.loads(out)["specs"]
+    assert code == 1 and spec["error"]["type"] == "SpecEncodingError"
+    assert spec["error"]["byte_offset"] == 3 and spec["error"]["source"] == str(bad)
+    code, out, _ = run(capsys, "--json", str(bad), *argv)
+    assert code == 1 and json.loads(out)["error"] == spec["error"]
+    # A regex file's trailing newline is not part of the pattern, for both commands.
+    good = tmp_path / "word.regex"
+    good.write_text("(up|down)\n")
+    code, out, _ = run(capsys, "--json", "warm", str(good), *argv)
+    (warmed,) = json.loads(out)["specs"]
+    code, out, _ = run(capsys, str(good), *argv)
+    assert code == 0 and "cache: hit (" in out
+    assert warmed["key"] == index_cache_key("regex", "(up|down)", Vocabulary.from_file(TOKENIZER))

@@ -18,7 +18,8 @@ from fsmcompile.store import DiskStore, MemoryStore, default_cache_dir
 
 def test_store_all_sorted_and_complete() -> None:
     expected = {"CacheEvent", "DiskStore", "Lease", "MemoryStore", "RedisStore", "Store"}
-    expected |= {"TieredCache", "cache_key", "default_cache_dir"}
+    expected |= {"EntryStat", "EntryVerdict", "TieredCache", "cache_key", "default_cache"}
+    expected |= {"default_cache_dir"}
     assert store_pkg.__all__ == sorted(store_pkg.__all__)
     assert set(store_pkg.__all__) == expected
     for name in store_pkg.__all__:
