@@ -8,11 +8,12 @@
 # `make setup` are not installed twice; the editable fsmcompile there loses to the wheel
 # (a venv's own site-packages comes first on sys.path, and the editable finder only answers
 # what no path entry holds). CC=/bin/false, cc and gcc that are /bin/false, and
-# --only-binary make any attempt to compile fail. The tests run from the repository root with the tree's tests/ (they
-# read tests/data, grammars/ and ../shared), under PYTHONSAFEPATH=1 so neither the current
-# directory nor a script's own folder lands first on sys.path, in pytest and every Python
-# it starts; FSMCOMPILE_TEST_INSTALLED=1 makes tests/conftest.py fail the run when
-# fsmcompile is imported from the tree anyway.
+# --only-binary make any attempt to compile fail. The tests run from the repository root
+# with the tree's tests/ (they read tests/data, grammars/ and ../shared), under
+# PYTHONSAFEPATH=1 (Python 3.11+) so neither the current directory nor a script's own
+# folder lands first on sys.path, in pytest and every Python it starts;
+# FSMCOMPILE_TEST_INSTALLED=1 makes tests/conftest.py stop the run when fsmcompile is
+# imported from the tree anyway.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
