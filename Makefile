@@ -4,7 +4,7 @@ TOKENIZER ?= tests/data/gpt2/tokenizer.json.gz
 # The venv the end-to-end tests in real vLLM run in (built by scripts/vllm_env.sh).
 VLLM_VENV ?= .venv-vllm
 
-.PHONY: setup demo test test-vllm sanitize lint bench
+.PHONY: setup demo wheel test test-vllm sanitize lint bench
 
 setup:
 	bash scripts/setup.sh
@@ -14,8 +14,15 @@ demo: setup
 	fsmcompile inspect person.fsm
 	fsmcompile check person.fsm '{"name":"Ada","age":36}' --tokenizer $(TOKENIZER)
 
-test: setup
-	$(PYTHON) -m pytest -m "not gpu and not vllm" -q
+# The sdist and the wheel, repaired to a manylinux tag and checked, into dist/.
+wheel: setup
+	PYTHON=$(PYTHON) bash scripts/wheel.sh
+
+# The suite once, as a user gets the package: the repaired wheel installed into a fresh
+# venv with no C compiler, the tests importing it from there (scripts/test_wheel.sh).
+# For the editable install of `make setup`, run pytest directly.
+test: wheel
+	PYTHON=$(PYTHON) bash scripts/test_wheel.sh -m "not gpu and not vllm" -q
 
 # End-to-end in real vLLM (CPU build): offline engine and OpenAI server, a few minutes.
 test-vllm:

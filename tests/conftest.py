@@ -3,16 +3,47 @@
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
+from pathlib import Path
 
 import pytest
 from support import BUNDLED, load_vocabulary
 
+import fsmcompile.cli  # noqa: F401  (loaded for the installed-package check below)
+import fsmcompile.runtime  # noqa: F401
 from fsmcompile import Vocabulary
+
+# The folders the package is built from (a venv under build/ is not one of them).
+SOURCES = tuple(
+    Path(__file__).resolve().parents[1] / d for d in ("fsmcompile", "runtime", "cli", "grammars")
+)
 
 # Every test run gets its own cache directory: never the user's, never a stale one.
 os.environ["FSMCOMPILE_CACHE_DIR"] = tempfile.mkdtemp(prefix="fsmcompile-test-cache-")
 os.environ.pop("FSMCOMPILE_REDIS_URL", None)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Under FSMCOMPILE_TEST_INSTALLED=1 (scripts/test_wheel.sh), stop the run before any
+    test when a loaded fsmcompile module comes from the source tree, not the installed
+    package: a stray path entry would otherwise test the tree and pass for the wrong one."""
+    if os.environ.get("FSMCOMPILE_TEST_INSTALLED") != "1":
+        return
+    from_tree = sorted(
+        f"{name} from {module.__file__}"
+        for name, module in sys.modules.items()
+        if name.split(".")[0] == "fsmcompile"
+        and getattr(module, "__file__", None)
+        and any(Path(module.__file__).resolve().is_relative_to(d) for d in SOURCES)
+    )
+    if from_tree:
+        shown = ", ".join(from_tree[:3])
+        pytest.exit(
+            f"testing the tree, not the installed package: {len(from_tree)} fsmcompile "
+            f"modules come from the tree ({shown}, ...)",
+            returncode=3,
+        )
 
 
 @pytest.fixture(scope="session")
