@@ -248,9 +248,11 @@ def _keyword_chain(keywords: int) -> list[Any]:
 
 
 BUDGET_S = 0.2
-SCHEDULING_S = 0.2
+SCHEDULING_S = 1.0
 """Allowance for a busy machine's scheduler: the steps overran by 0.5-1 s before they
-read the clock, and stop within milliseconds of the deadline now."""
+read the clock, and stop within milliseconds of the deadline now; a run niced under load 6
+on two cores still took 0.87 s, so the allowance is wide while staying well under the
+5 s the unchecked step takes."""
 
 
 def _stops_in_time(step: Any) -> None:
