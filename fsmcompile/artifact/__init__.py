@@ -26,7 +26,7 @@ from fsmcompile.tables.token_index import TokenIndex
 from fsmcompile.vocabulary import Vocabulary
 
 if TYPE_CHECKING:
-    from fsmcompile.index.cfg.grammar_index import GrammarIndex
+    from fsmcompile.tables.grammar_index import GrammarIndex
 
 AnyIndex = Union[TokenIndex, "GrammarIndex"]
 

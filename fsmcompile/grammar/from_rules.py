@@ -795,7 +795,7 @@ def _check_contexts(grammar: LarkGrammar, answers: _Answers | None = None) -> No
     only in terminal priorities: a WashingtonPost schema's grammar needs 11k of them,
     more than the process-wide memo keeps, so each round recomputed them all.
     """
-    from fsmcompile.index.cfg.grammar_index import next_contexts
+    from fsmcompile.tables.grammar_index import next_contexts
 
     if answers is None:
         answers = {}

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from fsmcompile.index.cfg.grammar_index import GrammarIndex
+    from fsmcompile.tables.grammar_index import GrammarIndex
     from fsmcompile.vocabulary import Vocabulary
 
 __all__ = ["compile_lark_index"]
@@ -45,7 +45,7 @@ def compile_lark_index(
     from fsmcompile.budget import check_deadline, compile_deadline
     from fsmcompile.frontend.identity import spec_hash
     from fsmcompile.grammar import load_lark_grammar
-    from fsmcompile.index.cfg.grammar_index import build_grammar_index
+    from fsmcompile.index.cfg.build import build_grammar_index
 
     opts = dict(options or {})
     with compile_deadline(deadline):
