@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fsmcompile.errors import ArtifactCorruptError
+from fsmcompile.tables.grammar_index import ANY_CONTEXT
 
 from ._native import Parser
 
@@ -320,8 +321,6 @@ def _changes(values: npt.NDArray[np.integer]) -> npt.NDArray[np.bool_]:
 
 def exit_lists(index: GrammarIndex) -> list[list[tuple[int, frozenset[int] | None]]]:
     """Per exit set, (terminal, contexts that may follow or None for any) pairs."""
-    from fsmcompile.tables.grammar_index import ANY_CONTEXT
-
     starts = index.xset_start.tolist()
     terminals = index.xset_terminal.tolist()
     contexts = index.xset_context.tolist()
