@@ -36,6 +36,7 @@ sanitize:
 
 lint:
 	ruff check . && ruff format --check . && mypy
+	$(PYTHON) scripts/lint_imports.py
 
 bench: setup
 	$(PYTHON) -m bench --quick

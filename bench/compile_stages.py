@@ -37,20 +37,20 @@ STAGES: tuple[tuple[str, str, str], ...] = (
     ("lalr", "fsmcompile.grammar.from_rules", "_lalr"),
     ("lexing_check", "fsmcompile.grammar.from_rules", "_check_contexts"),
     ("dfa_index", "fsmcompile.compiler", "build_token_index"),
-    ("lexer", "fsmcompile.index.cfg.grammar_index", "build_lexer_automaton"),
-    ("shapes", "fsmcompile.index.cfg.grammar_index", "lexer_shapes"),
-    ("exit_sets", "fsmcompile.index.cfg.grammar_index", "exit_sets"),
-    ("regions", "fsmcompile.index.cfg.grammar_index", "RegionServer.__init__"),
-    ("levels", "fsmcompile.index.cfg.grammar_index", "walk_levels"),
-    ("walk", "fsmcompile.index.cfg.grammar_index", "walk_grammar_tokens"),
-    ("groups", "fsmcompile.index.cfg.grammar_index", "_groups"),
-    ("kill_masks", "fsmcompile.index.cfg.grammar_index", "_kill_masks"),
+    ("lexer", "fsmcompile.index.cfg.build", "build_lexer_automaton"),
+    ("shapes", "fsmcompile.index.cfg.build", "lexer_shapes"),
+    ("exit_sets", "fsmcompile.index.cfg.build", "exit_sets"),
+    ("regions", "fsmcompile.index.cfg.build", "RegionServer.__init__"),
+    ("levels", "fsmcompile.index.cfg.build", "walk_levels"),
+    ("walk", "fsmcompile.index.cfg.build", "walk_grammar_tokens"),
+    ("groups", "fsmcompile.index.cfg.build", "_groups"),
+    ("kill_masks", "fsmcompile.index.cfg.build", "_kill_masks"),
 )
 """(label, module, attribute path) of each timed stage, as the compile looks it up."""
 NESTED: tuple[tuple[str, str, str], ...] = (("automata", "fsmcompile.automaton", "build_dfa"),)
 """Stages timed inside others: byte automata, built for a DFA route's whole schema and, in
 the grammar route, for each terminal (in `writer`) and counted lexeme (in `lexer`)."""
-GRAMMAR_MARK = ("fsmcompile.index.cfg.grammar_index", "build_grammar_index")
+GRAMMAR_MARK = ("fsmcompile.index.cfg.build", "build_grammar_index")
 
 
 def _wrap(owner: Any, name: str, label: str, spent: dict[str, float]) -> None:

@@ -182,7 +182,7 @@ def _compile_stages(
             progress("index")
         if isinstance(machine, ByteDFA):
             return build_token_index(machine, vocab, kind=kind, spec_hash="", deadline=deadline)
-        from fsmcompile.index.cfg.grammar_index import build_grammar_index
+        from fsmcompile.index.cfg.build import build_grammar_index
 
         return build_grammar_index(
             machine, vocab, spec_hash="", max_states=max_states, deadline=deadline, kind=kind

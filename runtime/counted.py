@@ -11,7 +11,7 @@ import numpy.typing as npt
 from ._native import items_grown as _items_grown
 
 if TYPE_CHECKING:
-    from fsmcompile.index.cfg.lexer import LexerAutomaton
+    from fsmcompile.tables.lexer_automaton import LexerAutomaton
     from fsmcompile.vocabulary.trie import TokenTrie
 
 

@@ -9,20 +9,18 @@ followed by a dot, or an unfinished `1.5`). Per step the work is dictionary look
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from fsmcompile.errors import ArtifactCorruptError
+from fsmcompile.tables.grammar_index import GrammarIndex
 from fsmcompile.types import TokenId
 
 from ._native import write_row
+from .base import Matcher
 from .grammar_tables import Config, GrammarTables, grammar_tables_for
-from .matcher import Matcher
-
-if TYPE_CHECKING:
-    from fsmcompile.index.cfg.grammar_index import GrammarIndex
 
 __all__ = ["GrammarMatcher", "GrammarTables", "grammar_tables_for"]
 
@@ -36,6 +34,10 @@ class GrammarMatcher(Matcher):
     """
 
     __slots__ = ("_index", "_tables", "_configs", "_fresh", "_terminated", "_eos")
+
+    @classmethod
+    def serves(cls, index: object) -> bool:
+        return isinstance(index, GrammarIndex)
 
     def __init__(self, index: GrammarIndex, *, tables: GrammarTables | None = None) -> None:
         """Start before the first byte of the text.

@@ -15,14 +15,15 @@ import numpy as np
 import numpy.typing as npt
 
 from fsmcompile.errors import ArtifactCorruptError
+from fsmcompile.tables.grammar_index import ANY_CONTEXT
 
 from ._native import Parser
 
 if TYPE_CHECKING:
     from array import array
 
-    from fsmcompile.index.cfg.grammar_index import GrammarIndex
-    from fsmcompile.index.cfg.trie_walk import SequenceTable
+    from fsmcompile.tables.grammar_index import GrammarIndex
+    from fsmcompile.tables.sequences import SequenceTable
 
 
 PARSER_BUFFERS = (
@@ -320,8 +321,6 @@ def _changes(values: npt.NDArray[np.integer]) -> npt.NDArray[np.bool_]:
 
 def exit_lists(index: GrammarIndex) -> list[list[tuple[int, frozenset[int] | None]]]:
     """Per exit set, (terminal, contexts that may follow or None for any) pairs."""
-    from fsmcompile.index.cfg.exits import ANY_CONTEXT
-
     starts = index.xset_start.tolist()
     terminals = index.xset_terminal.tolist()
     contexts = index.xset_context.tolist()

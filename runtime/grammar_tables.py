@@ -33,23 +33,20 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from fsmcompile.index.cfg.trie_walk import (
-    ConstraintTable,
-    SequenceTable,
-    lexeme_key,
-    tokens_reaching_labels,
-)
 from fsmcompile.memo import StageMemo
 from fsmcompile.tables.bits import bitmask_words, set_bits
 from fsmcompile.tables.int_columns import int_column
+from fsmcompile.tables.lexer_walks import lexeme_key, tokens_reaching_labels
+from fsmcompile.tables.sequences import ConstraintTable, SequenceTable
 
 from ._native import fitting_rows, write_row
 from .counted import items_grown
 from .grammar_parser import parser_for
+from .index_tables import tables_key
 from .jump_forward import FORCED_MAX_BYTES, accepted_prefix, byte_classes, forced_encoding
 
 if TYPE_CHECKING:
-    from fsmcompile.index.cfg.grammar_index import GrammarIndex
+    from fsmcompile.tables.grammar_index import GrammarIndex
 
 Config = tuple[int, int, int, int]
 """(stack id, lexer state, constraint set id, items counted in the pending lexeme): one
@@ -437,6 +434,4 @@ _fitting_rows: StageMemo[tuple[str, bytes], npt.NDArray[np.int32]] = StageMemo(
 
 def grammar_tables_for(index: GrammarIndex) -> GrammarTables:
     """The shared `GrammarTables` of `index` (LRU of 16, keyed by `tables_key`)."""
-    from .matcher import tables_key
-
     return _tables_cache.get_or_make(tables_key(index), lambda: GrammarTables(index))

@@ -22,7 +22,7 @@ from ._native import DfaWalk
 from .jump_forward import FORCED_MAX_BYTES, accepted_prefix, byte_classes, forced_encoding
 
 if TYPE_CHECKING:
-    from fsmcompile.index.cfg.grammar_index import GrammarIndex
+    from fsmcompile.tables.grammar_index import GrammarIndex
     from fsmcompile.tables.token_index import TokenIndex
 
 _TABLES_CACHE_SIZE = 32

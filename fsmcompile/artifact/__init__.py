@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Union
 
+from fsmcompile.artifact import grammar, regex
 from fsmcompile.artifact.files import read_artifact_file, write_artifact_file
 from fsmcompile.artifact.framing import read_header
 from fsmcompile.artifact.rows import ALLOWED, DENSE, REJECTED
@@ -25,7 +26,7 @@ from fsmcompile.tables.token_index import TokenIndex
 from fsmcompile.vocabulary import Vocabulary
 
 if TYPE_CHECKING:
-    from fsmcompile.index.cfg.grammar_index import GrammarIndex
+    from fsmcompile.tables.grammar_index import GrammarIndex
 
 AnyIndex = Union[TokenIndex, "GrammarIndex"]
 
@@ -45,11 +46,7 @@ __all__ = [
 def to_bytes(index: AnyIndex) -> bytes:
     """The artifact bytes for a compiled index of any kind (deterministic)."""
     if isinstance(index, TokenIndex):
-        from fsmcompile.artifact import regex
-
         return regex.to_bytes(index)
-    from fsmcompile.artifact import grammar
-
     return grammar.to_bytes(index)
 
 
@@ -79,12 +76,8 @@ def from_bytes(
     doc = read_header(data, source)
     kind = doc.get("kind")
     if kind == "lark" or (kind == "json" and "lexer" in doc):
-        from fsmcompile.artifact import grammar
-
         return grammar.from_body(doc, vocab, source, max_decoded_bytes=max_decoded_bytes)
     if kind in ("regex", "json"):
-        from fsmcompile.artifact import regex
-
         return regex.from_body(doc, vocab, source, max_decoded_bytes=max_decoded_bytes)
     raise ArtifactCorruptError(f"artifact of unknown kind {kind!r}", source, pointer="/kind")
 

@@ -26,9 +26,9 @@ from fsmcompile.artifact.rows import (
 )
 from fsmcompile.artifact.validate import Body, grammar_columns, max_sequence_depth
 from fsmcompile.errors import ArtifactCorruptError
-from fsmcompile.index.cfg.grammar_index import GrammarIndex
-from fsmcompile.index.cfg.lexer import LexerAutomaton
+from fsmcompile.tables.grammar_index import GrammarIndex
 from fsmcompile.tables.lark_grammar import ParseTable
+from fsmcompile.tables.lexer_automaton import LexerAutomaton
 from fsmcompile.vocabulary import Vocabulary
 
 KINDS = ("lark", "json")

@@ -58,6 +58,7 @@ from fsmcompile.ir.nodes import (
 )
 from fsmcompile.memo import StageMemo
 from fsmcompile.tables.byte_dfa import ByteDFA, dfa_key
+from fsmcompile.tables.grammar_index import next_contexts
 from fsmcompile.tables.lark_grammar import LarkGrammar, LexerContext, ParseTable
 
 __all__ = ["grammar_from_rules"]
@@ -795,8 +796,6 @@ def _check_contexts(grammar: LarkGrammar, answers: _Answers | None = None) -> No
     only in terminal priorities: a WashingtonPost schema's grammar needs 11k of them,
     more than the process-wide memo keeps, so each round recomputed them all.
     """
-    from fsmcompile.index.cfg.grammar_index import next_contexts
-
     if answers is None:
         answers = {}
 

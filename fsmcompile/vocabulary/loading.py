@@ -13,7 +13,7 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgpack
 import numpy as np
@@ -22,7 +22,11 @@ from fsmcompile.errors import VocabularyError
 from fsmcompile.paths import default_cache_dir
 from fsmcompile.vocabulary.decode import decode_tokenizer_json
 from fsmcompile.vocabulary.trie import TokenTrie
-from fsmcompile.vocabulary.vocabulary import Vocabulary
+
+if TYPE_CHECKING:
+    # Only for annotations: `Vocabulary`'s constructors call these with the class itself
+    # (`cls`), so the two modules do not import each other when they run.
+    from fsmcompile.vocabulary.vocabulary import Vocabulary
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +82,7 @@ def _store_cached_table(path: Path, doc: dict[str, Any]) -> None:
 
 
 def from_tokenizer_json_text(
+    cls: type[Vocabulary],
     text: str | bytes,
     *,
     config: dict[str, Any] | None = None,
@@ -115,7 +120,7 @@ def from_tokenizer_json_text(
     if not eos:
         eos = [by_content[n] for n in _COMMON_EOS if n in by_content][:1]
     size = vocab_size if vocab_size is not None else len(token_bytes)
-    vocab = Vocabulary(
+    vocab = cls(
         token_bytes=token_bytes,
         eos_token_ids=tuple(eos),
         special_token_ids=special | frozenset(eos),
@@ -144,11 +149,11 @@ def from_tokenizer_json_text(
     return vocab
 
 
-def from_file(path: str | os.PathLike[str], **options: Any) -> Vocabulary:
+def from_file(cls: type[Vocabulary], path: str | os.PathLike[str], **options: Any) -> Vocabulary:
     """A tokenizer.json (plain or .gz); a tokenizer_config.json beside it names the EOS."""
     path = Path(path)
     if path.is_dir():
-        return from_directory(path, **options)
+        return from_directory(cls, path, **options)
     config: dict[str, Any] = {}
     for candidate in (
         path.parent / "tokenizer_config.json",
@@ -158,19 +163,21 @@ def from_file(path: str | os.PathLike[str], **options: Any) -> Vocabulary:
             config = json.loads(_read_text(candidate))
             break
     options.setdefault("name", str(path))
-    return from_tokenizer_json_text(_read_text(path), config=config, **options)
+    return from_tokenizer_json_text(cls, _read_text(path), config=config, **options)
 
 
-def from_directory(path: str | os.PathLike[str], **options: Any) -> Vocabulary:
+def from_directory(
+    cls: type[Vocabulary], path: str | os.PathLike[str], **options: Any
+) -> Vocabulary:
     """A folder holding tokenizer.json (or .gz) and optionally tokenizer_config.json."""
     folder = Path(path)
     for name in ("tokenizer.json", "tokenizer.json.gz"):
         if (folder / name).exists():
-            return from_file(folder / name, **options)
+            return from_file(cls, folder / name, **options)
     raise VocabularyError(f"no tokenizer.json in {folder}")
 
 
-def from_hf(tokenizer: Any, **options: Any) -> Vocabulary:
+def from_hf(cls: type[Vocabulary], tokenizer: Any, **options: Any) -> Vocabulary:
     """An already loaded tokenizer: `tokenizers.Tokenizer` or a transformers fast tokenizer.
 
     Duck-typed so transformers stays optional.
@@ -190,7 +197,7 @@ def from_hf(tokenizer: Any, **options: Any) -> Vocabulary:
     )
     if options.get("vocab_size") is None:
         options.pop("vocab_size", None)
-    return from_tokenizer_json_text(to_str(), **options)
+    return from_tokenizer_json_text(cls, to_str(), **options)
 
 
 def _hf_cache_roots() -> list[Path]:
@@ -205,7 +212,7 @@ def _hf_cache_roots() -> list[Path]:
     return roots
 
 
-def from_pretrained(name: str, **options: Any) -> Vocabulary:
+def from_pretrained(cls: type[Vocabulary], name: str, **options: Any) -> Vocabulary:
     """A Hub model name whose files are already in the local Hugging Face cache."""
     folder_name = "models--" + name.replace("/", "--")
     for root in _hf_cache_roots():
@@ -214,22 +221,22 @@ def from_pretrained(name: str, **options: Any) -> Vocabulary:
             for snap in sorted(snapshots.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True):
                 if (snap / "tokenizer.json").exists():
                     options.setdefault("name", name)
-                    return from_directory(snap, **options)
+                    return from_directory(cls, snap, **options)
     raise VocabularyError(
         f"tokenizer {name!r} is not a file, a folder, or a model in the local Hugging Face "
         "cache (fsmcompile never downloads); pass the path to its tokenizer.json"
     )
 
 
-def load(source: Any, **options: Any) -> Vocabulary:
+def load(cls: type[Vocabulary], source: Any, **options: Any) -> Vocabulary:
     """Any source: a Vocabulary, a path (file or folder), a Hub name, or a tokenizer object."""
-    if isinstance(source, Vocabulary):
+    if isinstance(source, cls):
         return source
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
         if path.exists():
-            return from_file(path, **options)
+            return from_file(cls, path, **options)
         if isinstance(source, str) and source.count("/") <= 1 and not source.endswith(".json"):
-            return from_pretrained(source, **options)
+            return from_pretrained(cls, source, **options)
         raise VocabularyError(f"tokenizer file not found: {path}")
-    return from_hf(source, **options)
+    return from_hf(cls, source, **options)

@@ -8,15 +8,14 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from fsmcompile.errors import VocabularyError
-
-if TYPE_CHECKING:
-    from fsmcompile.vocabulary.trie import TokenTrie
+from fsmcompile.vocabulary import loading
+from fsmcompile.vocabulary.trie import TokenTrie
 
 
 @dataclass(eq=False)
@@ -66,30 +65,22 @@ class Vocabulary:
         Raises:
             VocabularyError: nothing readable there, or no EOS can be determined.
         """
-        from fsmcompile.vocabulary import loading
-
-        return loading.load(source, **options)
+        return loading.load(cls, source, **options)
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str], **options: Any) -> Vocabulary:
         """From a tokenizer.json (plain or gzip) or a folder holding one."""
-        from fsmcompile.vocabulary import loading
-
-        return loading.from_file(path, **options)
+        return loading.from_file(cls, path, **options)
 
     @classmethod
     def from_hf(cls, tokenizer: Any, **options: Any) -> Vocabulary:
         """From a loaded `tokenizers.Tokenizer` or transformers fast tokenizer."""
-        from fsmcompile.vocabulary import loading
-
-        return loading.from_hf(tokenizer, **options)
+        return loading.from_hf(cls, tokenizer, **options)
 
     @classmethod
     def from_pretrained(cls, name: str, **options: Any) -> Vocabulary:
         """From a Hub name already in the local Hugging Face cache (never downloads)."""
-        from fsmcompile.vocabulary import loading
-
-        return loading.from_pretrained(name, **options)
+        return loading.from_pretrained(cls, name, **options)
 
     @cached_property
     def fingerprint(self) -> str:
@@ -137,8 +128,6 @@ class Vocabulary:
     @cached_property
     def trie(self) -> TokenTrie:
         """The text tokens as a flat byte trie (built once, shared by every compile)."""
-        from fsmcompile.vocabulary.trie import TokenTrie
-
         return TokenTrie.build(self.token_bytes, self.text_token_ids)
 
     @cached_property

@@ -12,9 +12,9 @@ from lark.exceptions import LarkError
 from support import load_vocabulary
 
 from fsmcompile.index.cfg import compile_lark_index
-from fsmcompile.index.cfg.grammar_index import GrammarIndex
 from fsmcompile.runtime.grammar_matcher import GrammarMatcher
 from fsmcompile.tables.bits import is_bit_set
+from fsmcompile.tables.grammar_index import GrammarIndex
 
 GRAMMARS = Path(__file__).resolve().parents[2] / "grammars"
 BUNDLED = ("json", "arithmetic", "sql_select", "tool_call")

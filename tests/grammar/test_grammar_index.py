@@ -222,7 +222,7 @@ def test_grammar_index_walked_in_origin_chunks_gives_each_origin_the_same_groups
     # Large lexers are walked a chunk of origins at a time. What each origin's tokens
     # emit and where they end must not depend on the chunking; how its tokens split into
     # groups and the sequence ids may, so tokens are compared per spelled-out outcome.
-    import fsmcompile.index.cfg.grammar_index as grammar_index
+    import fsmcompile.index.cfg.build as grammar_index
 
     whole = compile_lark_index(bundled_text(grammar_name), gpt2)
     monkeypatch.setattr(grammar_index, "_ORIGIN_CHUNK", 5)
@@ -253,9 +253,9 @@ def test_grammar_index_context_sets_stand_for_each_context(gpt2, monkeypatch):
     # Spelled out context by context, the outcomes are those of a walk that kept every
     # context apart, and the matcher takes a document that needs a set's member.
     import fsmcompile.compiler as compiler
-    import fsmcompile.index.cfg.grammar_index as grammar_index
+    import fsmcompile.index.cfg.build as grammar_index
     from fsmcompile.compiler import compile_spec
-    from fsmcompile.index.cfg.trie_walk import ContextSets
+    from fsmcompile.index.cfg.context_sets import ContextSets
     from fsmcompile.memo import StageMemo
 
     merged = compile_spec("json", NESTED_OBJECTS, gpt2, cache=False).index
@@ -321,8 +321,9 @@ def test_exit_reach_is_the_reachability_fixpoint(graph: tuple[list[list[int]], l
 
 def test_grammar_exit_sets_mark_terminals_nothing_can_follow():
     from fsmcompile.grammar import load_lark_grammar
-    from fsmcompile.index.cfg.exits import ANY_CONTEXT, END_ONLY, exit_sets
+    from fsmcompile.index.cfg.exits import exit_sets
     from fsmcompile.index.cfg.lexer import build_lexer_automaton
+    from fsmcompile.tables.grammar_index import ANY_CONTEXT, END_ONLY
 
     # After an A, lark's lexer would extend it with any "a": only EOS can follow.
     grammar = load_lark_grammar("start: A | A A\nA: /a+/\n")

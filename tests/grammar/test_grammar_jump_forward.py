@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fsmcompile.compiler import compile_spec
-from fsmcompile.index.cfg.grammar_index import GrammarIndex
 from fsmcompile.runtime.grammar_matcher import GrammarMatcher
+from fsmcompile.tables.grammar_index import GrammarIndex
 
 PERSON = {
     "type": "object",

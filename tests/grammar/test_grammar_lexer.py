@@ -332,8 +332,8 @@ def test_a_counted_item_starting_beside_another_lexeme_unrolls_that_terminal_onl
     # state, so that terminal's bound is unrolled, and only that one: `(;b){0,50}` keeps
     # its count. Without the other lexeme beside it, the first is counted too.
     from fsmcompile.grammar.from_rules import grammar_from_rules
+    from fsmcompile.index.cfg.build import build_grammar_index
     from fsmcompile.index.cfg.fresh_items import countable_for
-    from fsmcompile.index.cfg.grammar_index import build_grammar_index
     from fsmcompile.ir.nodes import Alt, Concat, CountedRepeat, chars, literal
 
     shared = CountedRepeat(literal(",a"), 2, 40)

@@ -14,12 +14,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fsmcompile.compiler import compile_json_schema
-from fsmcompile.index.cfg.grammar_index import GrammarIndex
 from fsmcompile.runtime._native import Parser
 from fsmcompile.runtime.grammar_matcher import GrammarMatcher
 from fsmcompile.runtime.grammar_parser import entry_runs, parser_for
 from fsmcompile.runtime.grammar_tables import GrammarTables
 from fsmcompile.tables.bits import unpack_row
+from fsmcompile.tables.grammar_index import GrammarIndex
 
 _INDEXES: dict[str, GrammarIndex] = {}
 

@@ -17,17 +17,12 @@ from fsmcompile.compiler import ROOT_RULE, lower_spec
 from fsmcompile.grammar import load_lark_grammar
 from fsmcompile.grammar.from_rules import grammar_from_rules
 from fsmcompile.index.cfg.exits import exit_sets
-from fsmcompile.index.cfg.grammar_index import next_contexts
 from fsmcompile.index.cfg.lexer import build_lexer_automaton, lexer_shapes
 from fsmcompile.index.cfg.regions import DENSE_MIN_TOKENS, KeptRows, RegionServer, StayGroups
-from fsmcompile.index.cfg.trie_walk import (
-    ConstraintTable,
-    SequenceTable,
-    WalkRecords,
-    walk_grammar_tokens,
-    walk_levels,
-)
+from fsmcompile.index.cfg.trie_walk import WalkRecords, walk_grammar_tokens, walk_levels
+from fsmcompile.tables.grammar_index import next_contexts
 from fsmcompile.tables.lark_grammar import LarkGrammar
+from fsmcompile.tables.sequences import ConstraintTable, SequenceTable
 from fsmcompile.vocabulary import Vocabulary
 
 SCHEMAS = {

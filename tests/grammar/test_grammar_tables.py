@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fsmcompile.compiler import compile_json_schema
-from fsmcompile.index.cfg.trie_walk import walk_bytes
 from fsmcompile.runtime.grammar_parser import sequence_preorder
 from fsmcompile.runtime.grammar_tables import GrammarTables
+from fsmcompile.tables.lexer_walks import walk_bytes
 
 
 @st.composite

@@ -15,7 +15,7 @@ from typing import Any
 from fsmcompile.automaton import ByteDFA
 from fsmcompile.compiler import build_machine
 from fsmcompile.frontend.json_schema import JsonOptions, SchemaLowering, schema_to_ir
-from fsmcompile.index.cfg.grammar_index import build_grammar_index
+from fsmcompile.index.cfg.build import build_grammar_index
 from fsmcompile.runtime.matcher import matcher_for
 from fsmcompile.vocabulary import Vocabulary
 

@@ -25,9 +25,9 @@ from support import load_vocabulary
 
 from fsmcompile.compiler import compile_json_schema
 from fsmcompile.frontend.json_schema.syntax import COUNTED_ITEMS_FROM
-from fsmcompile.index.cfg.grammar_index import GrammarIndex
 from fsmcompile.runtime.matcher import matcher_for
 from fsmcompile.tables.bits import unpack_row
+from fsmcompile.tables.grammar_index import GrammarIndex
 from fsmcompile.vocabulary import Vocabulary
 
 ID = {"type": "string", "pattern": "^[0-9a-f]{6}$"}

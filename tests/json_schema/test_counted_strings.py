@@ -30,11 +30,11 @@ from fsmcompile import artifact
 from fsmcompile.compiler import compile_json_schema
 from fsmcompile.frontend.json_schema.strings import COUNTED_FROM, OWN_RULE_FROM
 from fsmcompile.index.cfg.fresh_items import countable_for, lexeme_last_bytes, max_fresh_items
-from fsmcompile.index.cfg.grammar_index import GrammarIndex
 from fsmcompile.index.cfg.lexer import build_lexer_automaton, item_starts
 from fsmcompile.runtime.matcher import matcher_for
 from fsmcompile.tables.bits import unpack_row
 from fsmcompile.tables.byte_dfa import ByteDFA
+from fsmcompile.tables.grammar_index import GrammarIndex
 from fsmcompile.tables.lark_grammar import LarkGrammar
 from fsmcompile.vocabulary import Vocabulary
 
@@ -349,8 +349,8 @@ def test_equal_lexemes_of_different_grammars_share_one_key(vocab: Vocabulary) ->
     # Run-time rows of a counted lexeme are kept per process by `lexeme_key`, so the key
     # must name what `items_grown` reads and nothing of the grammar around it: states of
     # two grammars with one key grow every token alike.
-    from fsmcompile.index.cfg.trie_walk import lexeme_key
     from fsmcompile.runtime.counted import items_grown
+    from fsmcompile.tables.lexer_walks import lexeme_key
 
     items = {"type": "string", "maxLength": SHORT}
     other = {"type": "object", "properties": {"s": {"type": "array", "items": items}, "t": {}}}

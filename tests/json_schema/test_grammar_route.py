@@ -19,8 +19,8 @@ from support import allowed_all_the_way, load_vocabulary
 
 from fsmcompile import artifact
 from fsmcompile.compiler import compile_json_schema
-from fsmcompile.index.cfg.grammar_index import GrammarIndex
 from fsmcompile.runtime.matcher import matcher_for
+from fsmcompile.tables.grammar_index import GrammarIndex
 from fsmcompile.tables.token_index import TokenIndex
 from fsmcompile.vocabulary import Vocabulary
 

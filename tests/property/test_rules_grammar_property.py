@@ -21,7 +21,7 @@ from support import load_vocabulary
 from fsmcompile.automaton import ByteDFA, build_dfa
 from fsmcompile.errors import UnsupportedFeatureError
 from fsmcompile.grammar.from_rules import grammar_from_rules
-from fsmcompile.index.cfg.grammar_index import build_grammar_index
+from fsmcompile.index.cfg.build import build_grammar_index
 from fsmcompile.ir.nodes import Alt, Node, Ref, literal, seq
 from fsmcompile.ir.rules import expand_rules
 from fsmcompile.runtime.matcher import matcher_for

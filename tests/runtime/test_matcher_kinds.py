@@ -13,12 +13,12 @@ import pytest
 import torch
 
 import fsmcompile
-from fsmcompile.index.cfg.grammar_index import GrammarIndex
 from fsmcompile.runtime import Matcher
 from fsmcompile.runtime.grammar_matcher import GrammarMatcher
 from fsmcompile.runtime.index_tables import IndexTables
 from fsmcompile.runtime.matcher import DfaMatcher, matcher_for
 from fsmcompile.tables.bits import bitmask_words, set_bits, unpack_row
+from fsmcompile.tables.grammar_index import GrammarIndex
 from fsmcompile.tables.token_index import TokenIndex
 
 RECURSIVE = {

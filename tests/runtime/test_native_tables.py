@@ -15,10 +15,10 @@ import pytest
 from forked import outcome_in_child
 
 from fsmcompile.compiler import compile_json_schema
-from fsmcompile.index.cfg.grammar_index import GrammarIndex
 from fsmcompile.runtime._native import Parser, fitting_rows, write_row
 from fsmcompile.runtime.grammar_parser import PARSER_BUFFERS, parser_arguments
 from fsmcompile.runtime.grammar_tables import GrammarTables
+from fsmcompile.tables.grammar_index import GrammarIndex
 
 # Recursive, with a counted string and a context set: every table of the parser is used.
 SCHEMA = {"type": "object", "properties": {"s": {"maxLength": 6}, "any": {}}}

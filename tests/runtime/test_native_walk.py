@@ -19,10 +19,10 @@ from forked import outcome_in_child
 
 from fsmcompile import artifact
 from fsmcompile.errors import ArtifactCorruptError
-from fsmcompile.index.cfg.grammar_index import GrammarIndex
-from fsmcompile.index.cfg.trie_walk import walk_bytes
 from fsmcompile.runtime.grammar_matcher import GrammarMatcher
 from fsmcompile.runtime.grammar_tables import GrammarTables
+from fsmcompile.tables.grammar_index import GrammarIndex
+from fsmcompile.tables.lexer_walks import walk_bytes
 
 MAX_WALK_READINGS = 4096
 """`MAX_WALK_READINGS` of `_native.c`: 2^12 readings, 13 dashes. The grammar tests' 1.4

@@ -16,7 +16,7 @@ def test_every_timed_stage_still_exists(stage: tuple[str, str, str]) -> None:
 
 def test_a_missing_stage_is_named() -> None:
     with pytest.raises(SystemExit, match="'gone'"):
-        stage_owner("gone", "fsmcompile.index.cfg.grammar_index", "no_such_function")
+        stage_owner("gone", "fsmcompile.index.cfg.build", "no_such_function")
 
 
 def test_band_is_the_middle_half_and_shares_leave_nested_stages_out_of_other() -> None:

@@ -222,7 +222,7 @@ def test_index_string_escapes_and_first_characters_are_served_exactly(gpt2: Voca
 
 
 def test_set_bits_of_rows_lists_every_set_bit_by_row_then_bit() -> None:
-    from fsmcompile.index.cfg.grammar_index import _set_bits_of_rows
+    from fsmcompile.index.cfg.build import _set_bits_of_rows
 
     rng = np.random.default_rng(1)
     for _ in range(200):
@@ -310,7 +310,7 @@ def test_sequence_table_ids_agree_between_batches_single_steps_and_reloading(
 ) -> None:
     # The walk interns sequences by packed keys in batches, the runtime one at a time on a
     # table rebuilt from the stored columns: every path must give each sequence one id.
-    from fsmcompile.index.cfg.trie_walk import SequenceTable
+    from fsmcompile.tables.sequences import SequenceTable
 
     batched, single = SequenceTable(terminals, contexts), SequenceTable(terminals, contexts)
     half = len(steps) // 2
@@ -344,7 +344,7 @@ def test_sequence_table_keeps_ids_across_merges_of_its_sorted_keys() -> None:
     # Past a few thousand new sequences the walk's table sorts their keys into arrays and
     # starts its dictionary over: every id must survive the merges, for batch and single
     # lookups alike, and a sequence must never be added twice.
-    from fsmcompile.index.cfg.trie_walk import SequenceTable
+    from fsmcompile.tables.sequences import SequenceTable
 
     rng = np.random.default_rng(7)
     terminals, contexts = 50, 7

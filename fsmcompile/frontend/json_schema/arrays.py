@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from fsmcompile.frontend.json_schema.keywords import UNSUPPORTED
 from fsmcompile.frontend.json_schema.lowered import Lowered
 from fsmcompile.frontend.json_schema.refs import Location, is_legacy
 from fsmcompile.frontend.json_schema.unique_items import item_domain, unique_arrays
-from fsmcompile.frontend.json_schema.unsupported import UNSUPPORTED
 from fsmcompile.ir.nodes import EMPTY, NOTHING, And, Node, Repeat, alt, optional, seq
 
 if TYPE_CHECKING:

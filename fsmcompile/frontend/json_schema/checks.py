@@ -17,8 +17,8 @@ import re
 from typing import Any
 
 from fsmcompile.errors import SchemaError
+from fsmcompile.frontend.json_schema.keywords import TYPE_ATOMS
 from fsmcompile.frontend.json_schema.refs import Location
-from fsmcompile.frontend.json_schema.unsupported import TYPE_ATOMS
 
 _COUNTS = (
     "minLength",

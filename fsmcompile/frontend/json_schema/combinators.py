@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 from fsmcompile.errors import SchemaError
 from fsmcompile.frontend.json_schema.checks import check_object, pattern_search
+from fsmcompile.frontend.json_schema.keywords import ALL_ATOMS, ANNOTATIONS, TYPE_ATOMS, Atom
 from fsmcompile.frontend.json_schema.negation import negate
 from fsmcompile.frontend.json_schema.numbers import Bound, numeric_bounds
 from fsmcompile.frontend.json_schema.refs import Location, escape_token, is_legacy
-from fsmcompile.frontend.json_schema.unsupported import ALL_ATOMS, ANNOTATIONS, TYPE_ATOMS, Atom
 from fsmcompile.frontend.json_schema.values import atom_of, json_key
 
 if TYPE_CHECKING:

@@ -33,6 +33,7 @@ from fsmcompile.frontend.json_schema.combinators import (
 from fsmcompile.frontend.json_schema.document import check_document, parse_schema_text
 from fsmcompile.frontend.json_schema.exclusive import exclusive_union
 from fsmcompile.frontend.json_schema.instances import InstanceChecker
+from fsmcompile.frontend.json_schema.keywords import ANNOTATIONS, CONSTRAINING, TYPE_ATOMS, Atom
 from fsmcompile.frontend.json_schema.lowered import NOTHING_LOWERED, Lowered
 from fsmcompile.frontend.json_schema.numbers import lower_number
 from fsmcompile.frontend.json_schema.objects import lower_object
@@ -47,14 +48,7 @@ from fsmcompile.frontend.json_schema.strings import (
 )
 from fsmcompile.frontend.json_schema.syntax import JsonSyntax
 from fsmcompile.frontend.json_schema.unevaluated import Kind, resolve_unevaluated, subset_groups
-from fsmcompile.frontend.json_schema.unsupported import (
-    ANNOTATIONS,
-    CONSTRAINING,
-    TYPE_ATOMS,
-    Atom,
-    raise_unsupported,
-    unsupported_in,
-)
+from fsmcompile.frontend.json_schema.unsupported import raise_unsupported, unsupported_in
 from fsmcompile.frontend.json_schema.values import atom_of, json_key, value_depth, value_ir
 from fsmcompile.ir.nodes import NOTHING, And, Node, Ref, alt, content_key, literal, without
 from fsmcompile.ir.rules import prune_rules

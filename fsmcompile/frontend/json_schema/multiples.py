@@ -11,9 +11,13 @@ needs a remainder the regex IR cannot carry compactly; but between a `minimum` a
 from __future__ import annotations
 
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
+from typing import TYPE_CHECKING
 
-from fsmcompile.frontend.json_schema.numbers import Bound
 from fsmcompile.ir.nodes import EMPTY, NOTHING, Node, Repeat, alt, chars, literal, seq
+
+if TYPE_CHECKING:
+    # Annotations only: `numbers` builds its ranges with these multiples.
+    from fsmcompile.frontend.json_schema.numbers import Bound
 
 MAX_LISTED_MULTIPLES = 1000
 """Most multiples listed: each is a few states of a trie, so 1,000 stay well inside the

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fsmcompile.frontend.json_schema.unsupported import ANNOTATIONS, CONSTRAINING
+from fsmcompile.frontend.json_schema.keywords import ANNOTATIONS, CONSTRAINING
 
 _BOUNDS = {
     # keyword: (type it applies to, keyword of the negated bound, offset for counts)

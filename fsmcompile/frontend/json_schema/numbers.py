@@ -20,6 +20,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from fsmcompile.frontend.json_schema.lowered import Lowered
+from fsmcompile.frontend.json_schema.multiples import MAX_LISTED_MULTIPLES, bounded_multiples
 from fsmcompile.ir.nodes import EMPTY, NOTHING, And, Node, Repeat, alt, chars, literal, seq
 
 if TYPE_CHECKING:
@@ -378,8 +379,6 @@ def lower_number(
         items.append(integer_range(lo_int, hi_int))
     else:
         items.append(number_range(lo, hi))
-    from fsmcompile.frontend.json_schema.multiples import MAX_LISTED_MULTIPLES, bounded_multiples
-
     for part, divisor in conj.keyword("multipleOf"):
         node = multiple_of(to_decimal(divisor), integer=integer)
         if node is None:

@@ -28,6 +28,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from fsmcompile.automaton.build import keep_built
+from fsmcompile.frontend.json_schema.keywords import SPEC_FORMATS_NOT_ENFORCED
 from fsmcompile.frontend.json_schema.lowered import Lowered
 from fsmcompile.ir.nodes import (
     EMPTY,
@@ -322,8 +323,6 @@ def string_content(lw: Lowerer, conj: Conjunction) -> Node:
     """The escaped content (no quotes) of strings under every `minLength`/`maxLength`/
     `pattern`/`format` of the conjunction, minus excluded values (`not: {enum}`) and the
     strings of excluded patterns (`not: {pattern}`, narrowly spelled)."""
-    from fsmcompile.frontend.json_schema.unsupported import SPEC_FORMATS_NOT_ENFORCED
-
     min_length = max((int(v) for _, v in conj.keyword("minLength")), default=0)
     lengths = [int(v) for _, v in conj.keyword("maxLength")]
     max_length = min(lengths) if lengths else None

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any
 
+from fsmcompile.frontend.json_schema.keywords import Atom
 from fsmcompile.frontend.json_schema.numbers import Bound, number_range, to_decimal
 from fsmcompile.frontend.json_schema.strings import literal_string
 from fsmcompile.frontend.json_schema.syntax import JsonSyntax
-from fsmcompile.frontend.json_schema.unsupported import Atom
 from fsmcompile.ir.nodes import NOTHING, Node, literal, seq
 
 

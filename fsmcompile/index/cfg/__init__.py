@@ -7,11 +7,14 @@ runtime's parser picks masks from.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from fsmcompile.index.cfg.grammar_index import GrammarIndex
-    from fsmcompile.vocabulary import Vocabulary
+from fsmcompile.budget import check_deadline, compile_deadline
+from fsmcompile.frontend.identity import spec_hash
+from fsmcompile.grammar import load_lark_grammar
+from fsmcompile.index.cfg.build import build_grammar_index
+from fsmcompile.tables.grammar_index import GrammarIndex
+from fsmcompile.vocabulary import Vocabulary
 
 __all__ = ["compile_lark_index"]
 
@@ -42,11 +45,6 @@ def compile_lark_index(
         UnsupportedFeatureError: constructs no token mask can follow exactly (listed).
         BudgetExceededError: `max_states` or `deadline` exceeded.
     """
-    from fsmcompile.budget import check_deadline, compile_deadline
-    from fsmcompile.frontend.identity import spec_hash
-    from fsmcompile.grammar import load_lark_grammar
-    from fsmcompile.index.cfg.grammar_index import build_grammar_index
-
     opts = dict(options or {})
     with compile_deadline(deadline):
         grammar = load_lark_grammar(spec, opts, max_states=max_states)

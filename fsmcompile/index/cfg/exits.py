@@ -19,15 +19,10 @@ import numpy as np
 import numpy.typing as npt
 
 from fsmcompile.automaton.fragment import distinct_targets
-from fsmcompile.index.cfg.lexer import LexerAutomaton
 from fsmcompile.index.wide_rows import unique_mask_rows
 from fsmcompile.tables.bits import bit_positions, pack_bool_rows
-
-ANY_CONTEXT = -1
-"""Exit pair context: the cut can be followed in every context where a lexeme can start
-(in one where none can, only by EOS: the runtime checks that with the parser)."""
-END_ONLY = -2
-"""Exit pair context: the lexeme can be cut as the terminal, but only EOS may follow."""
+from fsmcompile.tables.grammar_index import ANY_CONTEXT, END_ONLY
+from fsmcompile.tables.lexer_automaton import LexerAutomaton
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -45,6 +45,7 @@ from fsmcompile.ir.nodes import (
 )
 from fsmcompile.tables.byte_dfa import ByteDFA
 from fsmcompile.tables.lark_grammar import LarkGrammar, Terminal
+from fsmcompile.tables.lexer_automaton import LexerAutomaton
 from fsmcompile.tables.sorted_keys import positions_of
 
 _BYTE, _SPLIT, _MATCH = 0, 1, 2
@@ -53,35 +54,6 @@ NFA_STATES_PER_STATE = 8
 Countable = Callable[[ByteDFA, dict[int, frozenset[int]], int], bool]
 """(a counted terminal's unbounded automaton, its item starts from `item_starts`, the
 bound) → whether the runtime may count the bound instead of the lexer unrolling it."""
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class LexerAutomaton:
-    """Every lexer context of a grammar as one trimmed byte DFA (L states, C classes).
-
-    Attributes:
-        transitions: int32[L, C], next state per (state, byte class); -1 is dead.
-        class_of_byte: int32[256].
-        label: int32[L], the terminal lark emits if the lexeme is cut here; -1 if none.
-        context_start: int32[K], the state a new lexeme starts in, per lexer context.
-        restart_context: int32[L], for states labelled with an `%ignore`d terminal, the
-            context the next lexeme starts in (the same one); -1 elsewhere.
-        char_bound: int32[L], in a state only a counted terminal's lexeme reaches, the
-            most items (string characters) that lexeme may hold; -1 elsewhere.
-        char_start: bool[L, C], whether the move starts one more counted item.
-    """
-
-    transitions: npt.NDArray[np.int32]
-    class_of_byte: npt.NDArray[np.int32]
-    label: npt.NDArray[np.int32]
-    context_start: npt.NDArray[np.int32]
-    restart_context: npt.NDArray[np.int32]
-    char_bound: npt.NDArray[np.int32]
-    char_start: npt.NDArray[np.bool_]
-
-    @property
-    def num_states(self) -> int:
-        return int(self.transitions.shape[0])
 
 
 class _Nfa:
