@@ -18,7 +18,8 @@ from fsmcompile.grammar import load_lark_grammar
 from fsmcompile.grammar.from_rules import grammar_from_rules
 from fsmcompile.index.cfg.exits import exit_sets
 from fsmcompile.index.cfg.grammar_index import next_contexts
-from fsmcompile.index.cfg.lexer import build_lexer_automaton, lexer_shapes
+from fsmcompile.index.cfg.lexer_build import build_lexer_automaton
+from fsmcompile.index.cfg.lexer_shapes import lexer_shapes
 from fsmcompile.index.cfg.regions import DENSE_MIN_TOKENS, KeptRows, RegionServer, StayGroups
 from fsmcompile.index.cfg.trie_walk import (
     ConstraintTable,
