@@ -349,27 +349,27 @@ def test_lexing_check_rounds_share_their_grammars_pair_answers(name, monkeypatch
     # answers of the round before carry over (`answers`), even when the process-wide memo
     # no longer holds them, so the round computes no pair twice.
     from fsmcompile.compiler import ROOT_RULE, lower_spec
-    from fsmcompile.grammar import from_rules
+    from fsmcompile.grammar import from_rules, lexing_check
 
     node, rules = lower_spec("json", GENERATED[name], {})
     grammar = from_rules.grammar_from_rules(
         {ROOT_RULE: node, **rules}, ROOT_RULE, max_states=100_000
     )
     computed: list[object] = []
-    real = from_rules._lexing_conflict
+    real = lexing_check.lexing_conflict
 
     def counted(*args: Any) -> Any:
         computed.append(args)
         return real(*args)
 
-    monkeypatch.setattr(from_rules, "_lexing_conflict", counted)
-    from_rules._conflicts.clear()
-    answers: from_rules._Answers = {}
-    from_rules._check_contexts(grammar, answers)
+    monkeypatch.setattr(lexing_check, "lexing_conflict", counted)
+    lexing_check._conflicts.clear()
+    answers: lexing_check.Answers = {}
+    lexing_check.check_contexts(grammar, answers)
     assert computed and len(answers) >= len(computed)
     first = len(computed)
-    from_rules._conflicts.clear()
-    from_rules._check_contexts(grammar, answers)
+    lexing_check._conflicts.clear()
+    lexing_check.check_contexts(grammar, answers)
     assert len(computed) == first
-    from_rules._check_contexts(grammar)  # no answers given: all computed again
+    lexing_check.check_contexts(grammar)  # no answers given: all computed again
     assert len(computed) == 2 * first
