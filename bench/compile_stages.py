@@ -29,7 +29,7 @@ from typing import Any
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from bench.jsonschemabench_coverage import SUBSETS, load_records, resolve_tokenizer  # noqa: E402
+from bench.coverage_corpus import SUBSETS, load_records, resolve_tokenizer  # noqa: E402
 
 STAGES: tuple[tuple[str, str, str], ...] = (
     ("lower", "fsmcompile.compiler", "lower_spec"),
