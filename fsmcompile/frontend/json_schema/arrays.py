@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from fsmcompile.frontend.json_schema.lowered import Lowered
+from fsmcompile.frontend.json_schema.lowering_result import Lowered
 from fsmcompile.frontend.json_schema.refs import Location, is_legacy
 from fsmcompile.frontend.json_schema.unique_items import item_domain, unique_arrays
 from fsmcompile.frontend.json_schema.unsupported import UNSUPPORTED

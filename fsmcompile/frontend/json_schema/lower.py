@@ -33,7 +33,7 @@ from fsmcompile.frontend.json_schema.combinators import (
 from fsmcompile.frontend.json_schema.document import check_document, parse_schema_text
 from fsmcompile.frontend.json_schema.exclusive import exclusive_union
 from fsmcompile.frontend.json_schema.instances import InstanceChecker
-from fsmcompile.frontend.json_schema.lowered import NOTHING_LOWERED, Lowered
+from fsmcompile.frontend.json_schema.lowering_result import NOTHING_LOWERED, Lowered
 from fsmcompile.frontend.json_schema.numbers import lower_number
 from fsmcompile.frontend.json_schema.objects import lower_object
 from fsmcompile.frontend.json_schema.options import JsonOptions, Relaxation, SchemaLowering
