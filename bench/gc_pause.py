@@ -21,13 +21,8 @@ import time
 
 import numpy as np
 
-from bench.jsonschemabench_coverage import (
-    load_records,
-    prepare_tests,
-    resolve_tokenizer,
-    walk,
-    warm_up,
-)
+from bench.coverage_corpus import load_records, prepare_tests, resolve_tokenizer
+from bench.coverage_walk import walk, warm_up
 from bench.measure import describe_machine, machine
 
 DEFAULT_IDS = (

@@ -1,5 +1,5 @@
 """The pure-Python lexing check that `_lexcheck.c` replaced: the reference definition
-its tests compare against (`_lexing_conflict` of `from_rules.py`, witness included).
+its tests compare against (`lexing_conflict` of `lexing_check.py`, witness included).
 
 Breadth-first walks over pairs of byte automata, each automaton read as Python lists
 (`Lists`): a numpy scalar read costs about ten list reads.
@@ -12,14 +12,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fsmcompile.grammar.from_rules import DROPPED
+from fsmcompile.grammar.lexing_check import DROPPED
 from fsmcompile.tables.byte_dfa import ByteDFA
 
 
 def lexing_conflict_reference(
     a: ByteDFA, b: ByteDFA, same: bool, first: bool, follows: list[ByteDFA]
 ) -> tuple[bytes, int] | None:
-    """`from_rules._lexing_conflict`, every step in Python."""
+    """`lexing_check.lexing_conflict`, every step in Python."""
     return lexing_conflict_lists(
         Lists.of(a), Lists.of(b), same, first, list(map(Lists.of, follows))
     )
@@ -30,7 +30,7 @@ def lexing_conflict_lists(
 ) -> tuple[bytes, int] | None:
     """`lexing_conflict_reference` on automata read as lists (once per automaton, by the
     caller). A text showing that lexing a then a follower is ambiguous with lexing b (see
-    `_check_contexts`) and the index of that follower in `follows`, or None. The index
+    `check_contexts`) and the index of that follower in `follows`, or None. The index
     is -1 when a and b share a whole lexeme, and `DROPPED` when a comes `first` in the
     context's order and ends a lexeme where b goes on: the lexer then drops b, so b's
     longer lexemes are never read."""

@@ -1,4 +1,4 @@
-"""The Python subset construction that `grammar_lexer._build_lexer_from_dfas`'s C walk
+"""The Python subset construction that `lexer_from_dfas.build_lexer_from_dfas`'s C walk
 (`_lexer.c`) replaced: the reference definition its tests compare against, state
 numbering, counted items and budget errors included.
 
@@ -14,6 +14,10 @@ import numpy as np
 
 from fsmcompile.errors import BudgetExceededError
 from fsmcompile.index.cfg import lexer as gl
+from fsmcompile.index.cfg.lexer_counted import terminal_automaton
+from fsmcompile.index.cfg.lexer_from_dfas import dfa_byte_classes
+from fsmcompile.index.cfg.lexer_from_nfa import LexerTable
+from fsmcompile.index.cfg.lexer_limits import SharedCountedState
 from fsmcompile.tables.lark_grammar import LarkGrammar
 
 
@@ -31,7 +35,7 @@ def build_lexer_automaton_reference(
             return build_lexer_from_dfas_reference(
                 grammar, max_states, deadline, countable, unrolled
             )
-        except gl._SharedCountedState as exc:
+        except SharedCountedState as exc:
             unrolled |= exc.terminals
 
 
@@ -48,12 +52,12 @@ def build_lexer_from_dfas_reference(
     item_moves: list[dict[int, frozenset[int]] | None] = []
     for t, term in enumerate(grammar.terminals):
         may_count = None if t in unrolled else countable
-        dfa, moves, bound = gl._terminal_automaton(term, may_count, max_states, deadline)
+        dfa, moves, bound = terminal_automaton(term, may_count, max_states, deadline)
         automata.append(dfa)
         bound_of.append(bound)
         item_moves.append(moves)
     any_counted = any(b >= 0 for b in bound_of)
-    class_of_byte, class_byte = gl._dfa_byte_classes(automata)
+    class_of_byte, class_byte = dfa_byte_classes(automata)
     num_classes = len(class_byte)
     # Threads: per terminal, one code per automaton state, then its entry if nullable.
     move_rows: list[list[int]] = []
@@ -85,7 +89,7 @@ def build_lexer_from_dfas_reference(
     ignored_thread = [ignored_terminal[t] for t in term_of]
 
     states: dict[tuple[int, tuple[int, ...]], int] = {}
-    table = gl._LexerTable(num_classes, max_states)
+    table = LexerTable(num_classes, max_states)
 
     def cut(threads: list[int]) -> tuple[int, ...]:
         for i, k in enumerate(threads):
@@ -151,4 +155,4 @@ def build_lexer_from_dfas_reference(
                 if moved:
                     column_target[column] = intern(cut(moved), p_ctx, pending)
             table.rows[sid] = list(map(column_target.__getitem__, columns))
-    return table.finish(class_of_byte, deadline, trimmed=True, minimize=False)
+    return table.built(class_of_byte)

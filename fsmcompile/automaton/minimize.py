@@ -1,7 +1,7 @@
-"""DFA minimization: the Nerode classes of a trimmed DFA.
+"""DFA minimization: the Nerode classes of a trimmed DFA, or of one whose states carry labels.
 
-States start in blocks by *shape* (accepting flag and the set of classes with a
-transition), and Hopcroft's refinement (`hopcroft.py`, in C) splits them until the
+States start in blocks by *shape* (accepting flag, or label, and the set of classes with
+a transition), and Hopcroft's refinement (`hopcroft.py`, in C) splits them until the
 partition is stable. Grouping by shape first keeps the DFA partial: no dead state is
 ever added.
 """
@@ -41,6 +41,35 @@ def shape_blocks(trans: Table, accepting: Flags) -> Blocks:
         return np.zeros(0, dtype=np.int32)
     shape_rows = np.concatenate([accepting[:, None], trans >= 0], axis=1).astype(np.int32)
     return unique_rows(shape_rows)[1].astype(np.int32)
+
+
+def labelled_classes(trans: Table, labels: npt.NDArray[np.integer], budget: Budget) -> Blocks:
+    """The coarsest partition of a partial DFA's states that keeps `labels` along every
+    path (a Moore machine's minimization), blocks numbered by their first state.
+
+    A grammar's lexer cuts a lexeme where a state is labelled with a terminal, and its
+    states carry more than acceptance (the context an ignored terminal restarts in, a
+    counted lexeme's bound): those outputs, not one accepting flag, are what two states
+    must agree on. A dead end is simply a state whose label no live state has.
+
+    Args:
+        trans: int32[S, C], -1 dead.
+        labels: int[S], any integers.
+        budget: its deadline is checked before the refinement.
+
+    Returns:
+        int32[S] block ids 0..K-1, in order of each block's first state, so the numbering
+        does not depend on the refinement.
+    """
+    if trans.shape[0] == 0:
+        return np.zeros(0, dtype=np.int32)
+    _, label = np.unique(labels, return_inverse=True)
+    shape_rows = np.concatenate([label.reshape(-1, 1), trans >= 0], axis=1).astype(np.int32)
+    blocks = refine(trans, unique_rows(shape_rows)[1].astype(np.int32), budget)
+    _, first = np.unique(blocks, return_index=True)
+    rank = np.empty(first.shape[0], dtype=np.int32)
+    rank[np.argsort(first, kind="stable")] = np.arange(first.shape[0], dtype=np.int32)
+    return rank[blocks]
 
 
 def quotient(trans: Table, accepting: Flags, blocks: Blocks) -> tuple[Table, Flags, int]:

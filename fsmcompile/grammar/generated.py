@@ -45,7 +45,7 @@ def analyse_generated(
 
     Raises:
         lark.exceptions.GrammarError: an LALR collision or shift/reduce conflict (lark's
-            message, which `_merge_twins` reads) or rules lark refuses (defined twice,
+            message, which `merge_twins` reads) or rules lark refuses (defined twice,
             undefined).
         GrammarError: text that is not a generated grammar.
         BudgetExceededError: the analysis could not finish before the deadline.

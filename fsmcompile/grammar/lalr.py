@@ -11,7 +11,7 @@ lark shares the set object), then the strict-mode actions. The first two run in 
 schema's build, per build); `tests/lalr_reference.py` keeps them in Python as their
 definition. The states are the ones lark builds, numbered breadth-first
 (`tables_from_states` renumbers either), and a conflict raises lark's `GrammarError`
-with lark's message, which `from_rules._merge_twins` reads. A test compares the tables
+with lark's message, which `lalr_merge.merge_twins` reads. A test compares the tables
 with `Lark(text)`'s on every generated shape.
 
 Every step honours the running compile's deadline (`compile_deadline`): the C steps take

@@ -322,7 +322,7 @@ def test_exit_reach_is_the_reachability_fixpoint(graph: tuple[list[list[int]], l
 def test_grammar_exit_sets_mark_terminals_nothing_can_follow():
     from fsmcompile.grammar import load_lark_grammar
     from fsmcompile.index.cfg.exits import exit_sets
-    from fsmcompile.index.cfg.lexer import build_lexer_automaton
+    from fsmcompile.index.cfg.lexer_build import build_lexer_automaton
     from fsmcompile.tables.grammar_index import ANY_CONTEXT, END_ONLY
 
     # After an A, lark's lexer would extend it with any "a": only EOS can follow.

@@ -18,14 +18,17 @@ from grammar_checks import bundled_text
 from grammar_corpus import TRICKY
 from lark import Lark
 from lark.lexer import TextSlice, Token
-from support import force_edge_round_collisions, random_moves
+from support import random_moves
 
-import fsmcompile.index.cfg.lexer as gl
-import fsmcompile.index.edge_rounds as edge_rounds
+from fsmcompile.automaton.fragment import coreachable
+from fsmcompile.errors import BudgetExceededError
 from fsmcompile.frontend.lark.terminals import equivalent_pattern
 from fsmcompile.grammar import load_lark_grammar
-from fsmcompile.index.cfg.lexer import build_lexer_automaton, lexer_shapes
-from fsmcompile.index.edge_rounds import EdgeRounds
+from fsmcompile.index.cfg.lexer_build import build_lexer_automaton
+from fsmcompile.index.cfg.lexer_from_dfas import build_lexer_from_dfas
+from fsmcompile.index.cfg.lexer_from_nfa import build_lexer_from_nfa
+from fsmcompile.index.cfg.lexer_minimize import minimized_blocks
+from fsmcompile.index.cfg.lexer_shapes import lexer_shapes
 
 
 def lark_first_lexeme(basic_lexer, text: str) -> tuple[int, str] | None:
@@ -155,31 +158,10 @@ def _reference_blocks(trans: np.ndarray, output: np.ndarray) -> list[int]:
     return [ids.setdefault(int(b), len(ids)) for b in block]
 
 
-ROUNDS = {"full": 10**9, "incremental": 0}
-"""`FULL_ROUNDS_MAX_EDGES` that sends every table of a test through one kind of round."""
-
-
-@pytest.mark.parametrize("rounds", sorted(ROUNDS))
-@pytest.mark.parametrize("collide", [False, True])
-@pytest.mark.parametrize("seed", range(12))
-def test_moore_minimize_matches_a_sorting_reference(
-    seed: int, collide: bool, rounds: str, monkeypatch
-) -> None:
-    """Hashed rounds, full or incremental, give the same partition as sorting whole rows,
-    also when every hash collides (all weights 0), which the exact member check must
-    catch."""
-    monkeypatch.setattr(edge_rounds, "FULL_ROUNDS_MAX_EDGES", ROUNDS[rounds])
-    trans = random_moves(seed, 60, 0.4)
-    output = np.random.default_rng(seed + 100).integers(0, 3, size=trans.shape[0])
-    if collide:
-        force_edge_round_collisions(monkeypatch)
-    assert gl._moore_minimize(trans, output).tolist() == _reference_blocks(trans, output)
-
-
 def _chains(length: int) -> tuple[np.ndarray, np.ndarray]:
     """Two chains of `length` moves on one byte class, told apart only by their last
     states' outputs, and a cycle of `length` states with one output apart: each round
-    of refinement splits one state."""
+    of Moore refinement splits one state."""
     trans = np.full((3 * length + 2, 2), -1, dtype=np.int32)
     for chain in range(2):
         base = chain * (length + 1)
@@ -192,22 +174,23 @@ def _chains(length: int) -> tuple[np.ndarray, np.ndarray]:
     return trans, output
 
 
-@pytest.mark.parametrize("rounds", sorted(ROUNDS))
 @pytest.mark.parametrize("seed", range(-1, 12))
-def test_coarsest_is_moore_refinement_without_the_check(
-    seed: int, rounds: str, monkeypatch
-) -> None:
-    """The full or incremental rounds alone (no collision check, no fallback) give the
-    exact partition, on random tables and on chains that split one state per round."""
-    monkeypatch.setattr(edge_rounds, "FULL_ROUNDS_MAX_EDGES", ROUNDS[rounds])
+def test_lexer_minimization_matches_a_sorting_reference(seed: int) -> None:
+    """The automaton stage's minimizer on labels gives Moore's partition, blocks
+    numbered by first state, on random tables and on chains that split one state per
+    round."""
     if seed < 0:
         trans, output = _chains(200)
     else:
         trans = random_moves(seed, 60, 0.4)
         output = np.random.default_rng(seed + 100).integers(0, 3, size=trans.shape[0])
-    block = EdgeRounds(trans).coarsest(output)
-    ids: dict[int, int] = {}
-    assert [ids.setdefault(int(b), len(ids)) for b in block] == _reference_blocks(trans, output)
+    assert minimized_blocks(trans, output).tolist() == _reference_blocks(trans, output)
+
+
+def test_lexer_minimization_stops_at_the_deadline() -> None:
+    trans, output = _chains(3)
+    with pytest.raises(BudgetExceededError, match="minimizing the lexer"):
+        minimized_blocks(trans, output, deadline=0.0)
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -223,7 +206,7 @@ def test_co_reachable_matches_a_fixpoint(seed: int) -> None:
         if np.array_equal(reach, live):
             break
         live = reach
-    assert np.array_equal(gl._co_reachable(trans, seeds), live)
+    assert np.array_equal(coreachable(trans, seeds), live)
 
 
 GENERATED = {
@@ -261,8 +244,8 @@ def test_generated_grammar_lexer_from_automata_equals_the_nfa_construction(name,
     node, rules = lower_spec("json", GENERATED[name], {})
     grammar = grammar_from_rules({ROOT_RULE: node, **rules}, ROOT_RULE, max_states=100_000)
     countable = countable_for(gpt2, grammar)
-    direct = gl._build_lexer_from_dfas(grammar, 100_000, None, countable)
-    general = gl._build_lexer(grammar, 100_000, None, countable)
+    direct = build_lexer_from_dfas(grammar, 100_000, None, countable)
+    general = build_lexer_from_nfa(grammar, 100_000, None, countable)
     assert direct.num_states > 20
     for field in ("transitions", "class_of_byte", "label", "context_start", "char_bound"):
         assert np.array_equal(getattr(direct, field), getattr(general, field)), field
@@ -287,8 +270,8 @@ def test_lexer_from_automata_drops_threads_behind_an_ended_lexeme(gpt2) -> None:
     from fsmcompile.grammar.loading import load_lark_grammar as load_generated
 
     grammar = load_generated(text, generated=generated)
-    direct = gl._build_lexer_from_dfas(grammar, 1_000, None, None)
-    general = gl._build_lexer(grammar, 1_000, None, None)
+    direct = build_lexer_from_dfas(grammar, 1_000, None, None)
+    general = build_lexer_from_nfa(grammar, 1_000, None, None)
     assert np.array_equal(direct.transitions, general.transitions)
     assert np.array_equal(direct.label, general.label)
     assert np.array_equal(direct.context_start, general.context_start)
@@ -305,7 +288,7 @@ def test_lexer_without_tags_or_counts_is_already_its_own_shapes(name, gpt2) -> N
     grammar = grammar_from_rules({ROOT_RULE: node, **rules}, ROOT_RULE, max_states=100_000)
     lexer = build_lexer_automaton(grammar, max_states=100_000)  # counts nothing
     assert (lexer.restart_context < 0).all() and (lexer.char_bound < 0).all()
-    block = gl._moore_minimize(lexer.transitions, lexer.label.astype(np.int64))
+    block = minimized_blocks(lexer.transitions, lexer.label.astype(np.int64))
     assert np.array_equal(block, np.arange(lexer.num_states))
     shapes = lexer_shapes(lexer)
     assert np.array_equal(shapes.of_state, np.arange(lexer.num_states))
@@ -366,27 +349,27 @@ def test_lexing_check_rounds_share_their_grammars_pair_answers(name, monkeypatch
     # answers of the round before carry over (`answers`), even when the process-wide memo
     # no longer holds them, so the round computes no pair twice.
     from fsmcompile.compiler import ROOT_RULE, lower_spec
-    from fsmcompile.grammar import from_rules
+    from fsmcompile.grammar import from_rules, lexing_check
 
     node, rules = lower_spec("json", GENERATED[name], {})
     grammar = from_rules.grammar_from_rules(
         {ROOT_RULE: node, **rules}, ROOT_RULE, max_states=100_000
     )
     computed: list[object] = []
-    real = from_rules._lexing_conflict
+    real = lexing_check.lexing_conflict
 
     def counted(*args: Any) -> Any:
         computed.append(args)
         return real(*args)
 
-    monkeypatch.setattr(from_rules, "_lexing_conflict", counted)
-    from_rules._conflicts.clear()
-    answers: from_rules._Answers = {}
-    from_rules._check_contexts(grammar, answers)
+    monkeypatch.setattr(lexing_check, "lexing_conflict", counted)
+    lexing_check._conflicts.clear()
+    answers: lexing_check.Answers = {}
+    lexing_check.check_contexts(grammar, answers)
     assert computed and len(answers) >= len(computed)
     first = len(computed)
-    from_rules._conflicts.clear()
-    from_rules._check_contexts(grammar, answers)
+    lexing_check._conflicts.clear()
+    lexing_check.check_contexts(grammar, answers)
     assert len(computed) == first
-    from_rules._check_contexts(grammar)  # no answers given: all computed again
+    lexing_check.check_contexts(grammar)  # no answers given: all computed again
     assert len(computed) == 2 * first

@@ -17,7 +17,8 @@ from fsmcompile.compiler import ROOT_RULE, lower_spec
 from fsmcompile.grammar import load_lark_grammar
 from fsmcompile.grammar.from_rules import grammar_from_rules
 from fsmcompile.index.cfg.exits import exit_sets
-from fsmcompile.index.cfg.lexer import build_lexer_automaton, lexer_shapes
+from fsmcompile.index.cfg.lexer_build import build_lexer_automaton
+from fsmcompile.index.cfg.lexer_shapes import lexer_shapes
 from fsmcompile.index.cfg.regions import DENSE_MIN_TOKENS, KeptRows, RegionServer, StayGroups
 from fsmcompile.index.cfg.trie_walk import WalkRecords, walk_grammar_tokens, walk_levels
 from fsmcompile.tables.grammar_index import next_contexts

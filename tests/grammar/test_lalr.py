@@ -109,7 +109,7 @@ def test_bundled_grammars_rules_get_larks_table(name: str) -> None:
 
 
 def test_a_collision_names_the_colliding_rules_as_lark_does() -> None:
-    # `_merge_twins` reads the rule names out of the message.
+    # `merge_twins` reads the rule names out of the message.
     rules = [
         Rule(NonTerminal("s"), [NonTerminal("a")], 0),
         Rule(NonTerminal("s"), [NonTerminal("b")], 1),

@@ -154,7 +154,7 @@ def test_schema_grammars_get_the_reference_states(
 def test_a_merge_round_s_collision_message_is_the_reference_s(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # wp_0's first build collides; `_merge_twins` reads the rules out of the message.
+    # wp_0's first build collides; `merge_twins` reads the rules out of the message.
     builds = _schema_builds("WashingtonPost/wp_0_Normalized", monkeypatch)
     first = _assert_same(*builds[0])
     assert isinstance(first, str) and first.startswith("Reduce/Reduce collision in ")

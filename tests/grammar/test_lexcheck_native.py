@@ -2,7 +2,7 @@
 (`lexcheck_reference.py`) exactly: the same witness bytes (they appear in error messages)
 and the same follower index, -1 or `DROPPED`.
 
-Compared on every `_lexing_conflict` call the grammars of real JSON schemas and the
+Compared on every `lexing_conflict` call the grammars of real JSON schemas and the
 bundled grammars make, and on random small automata with interleaved byte classes,
 followers, and both flags.
 """
@@ -21,8 +21,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lexcheck_reference import Lists, lexing_conflict_lists
 
-from fsmcompile.grammar import _lexcheck, from_rules
-from fsmcompile.grammar.from_rules import DROPPED
+from fsmcompile.grammar import _lexcheck, from_rules, lexing_check
+from fsmcompile.grammar.lexing_check import DROPPED
 from fsmcompile.tables.byte_dfa import ByteDFA
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpora" / "jsonschemabench"
@@ -66,17 +66,17 @@ def _assert_same(calls: list[Call]) -> list[tuple[bytes, int] | None]:
 
 
 def _recording(monkeypatch: pytest.MonkeyPatch) -> list[Call]:
-    """Every `_lexing_conflict` call from here on (the content memo emptied, so none is
+    """Every `lexing_conflict` call from here on (the content memo emptied, so none is
     answered from an earlier test's)."""
     calls: list[Call] = []
-    real = from_rules._lexing_conflict
+    real = lexing_check.lexing_conflict
 
     def recorded(a: Automaton, b: Automaton, same: bool, first: bool, follows: Any) -> Any:
         calls.append((a, b, same, first, list(follows)))
         return real(a, b, same, first, follows)
 
-    monkeypatch.setattr(from_rules, "_lexing_conflict", recorded)
-    from_rules._conflicts.clear()
+    monkeypatch.setattr(lexing_check, "lexing_conflict", recorded)
+    lexing_check._conflicts.clear()
     return calls
 
 
@@ -121,8 +121,8 @@ def test_bundled_grammars_get_the_reference_answers(
     grammar = replace(grammar, terminals=terminals)
     calls = _recording(monkeypatch)
     try:
-        from_rules._check_contexts(grammar)
-    except from_rules._LexingConflict:
+        lexing_check.check_contexts(grammar)
+    except lexing_check.LexingConflict:
         pass
     assert calls
     _assert_same(calls)

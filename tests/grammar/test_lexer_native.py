@@ -28,6 +28,9 @@ from fsmcompile.errors import BudgetExceededError, UnsupportedFeatureError
 from fsmcompile.grammar import load_lark_grammar
 from fsmcompile.index.cfg import lexer as gl
 from fsmcompile.index.cfg.fresh_items import countable_for
+from fsmcompile.index.cfg.lexer_build import build_lexer_automaton
+from fsmcompile.index.cfg.lexer_from_dfas import build_lexer_from_dfas
+from fsmcompile.index.cfg.lexer_limits import SharedCountedState
 from fsmcompile.ir.nodes import Alt, Concat, CountedRepeat, Node, Repeat, chars, literal
 from fsmcompile.tables.lark_grammar import LarkGrammar
 
@@ -98,12 +101,12 @@ def _outcome(build: Any, *args: Any) -> Any:
         return build(*args)
     except BudgetExceededError as exc:
         return ("budget", str(exc), exc.limit, exc.value)
-    except gl._SharedCountedState as exc:
+    except SharedCountedState as exc:
         return ("shared", exc.terminals)
 
 
 def _assert_same_outcome(grammar: LarkGrammar, *args: Any) -> Any:
-    built = _outcome(gl._build_lexer_from_dfas, grammar, *args)
+    built = _outcome(build_lexer_from_dfas, grammar, *args)
     reference = _outcome(build_lexer_from_dfas_reference, grammar, *args)
     if isinstance(reference, gl.LexerAutomaton):
         assert isinstance(built, gl.LexerAutomaton), built
@@ -132,7 +135,7 @@ def _corpus_schema(schema_id: str) -> Any:
 
 def _check_grammar(grammar: LarkGrammar, vocab: Any) -> gl.LexerAutomaton:
     countable = countable_for(vocab, grammar)
-    built = gl.build_lexer_automaton(grammar, max_states=200_000, countable=countable)
+    built = build_lexer_automaton(grammar, max_states=200_000, countable=countable)
     reference = build_lexer_automaton_reference(grammar, max_states=200_000, countable=countable)
     _assert_same(built, reference)
     # Without counting, every bound is unrolled: more states, the same agreement.
@@ -195,7 +198,7 @@ def test_ignored_terminal_lexers_equal_the_reference(name: str) -> None:
 def test_budgets_stop_both_alike(gpt2: Any) -> None:
     grammar = _schema_grammar(COUNTED["short_strings"])
     countable = countable_for(gpt2, grammar)
-    full = gl._build_lexer_from_dfas(grammar, 100_000, None, countable)
+    full = build_lexer_from_dfas(grammar, 100_000, None, countable)
     for max_states in (1, 2, full.num_states // 2, full.num_states - 1, full.num_states):
         outcome = _assert_same_outcome(grammar, max_states, None, countable)
         if max_states < full.num_states:

@@ -30,7 +30,8 @@ from fsmcompile import artifact
 from fsmcompile.compiler import compile_json_schema
 from fsmcompile.frontend.json_schema.strings import COUNTED_FROM, OWN_RULE_FROM
 from fsmcompile.index.cfg.fresh_items import countable_for, lexeme_last_bytes, max_fresh_items
-from fsmcompile.index.cfg.lexer import build_lexer_automaton, item_starts
+from fsmcompile.index.cfg.lexer_build import build_lexer_automaton
+from fsmcompile.index.cfg.lexer_counted import item_starts
 from fsmcompile.runtime.matcher import matcher_for
 from fsmcompile.tables.bits import unpack_row
 from fsmcompile.tables.byte_dfa import ByteDFA

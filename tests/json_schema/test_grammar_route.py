@@ -19,6 +19,8 @@ from support import allowed_all_the_way, load_vocabulary
 
 from fsmcompile import artifact
 from fsmcompile.compiler import compile_json_schema
+from fsmcompile.grammar import lalr_merge
+from fsmcompile.grammar.rule_writer import START, RuleWriter
 from fsmcompile.runtime.matcher import matcher_for
 from fsmcompile.tables.grammar_index import GrammarIndex
 from fsmcompile.tables.token_index import TokenIndex
@@ -256,7 +258,7 @@ def test_grammar_build_past_its_deadline_is_a_budget_error(monkeypatch) -> None:
     rules = {ROOT_RULE: node, **rules}
     deadline = time.monotonic() + 60
     from_rules.grammar_from_rules(rules, ROOT_RULE, deadline=deadline)  # builds in time
-    monkeypatch.setattr(from_rules, "time", SimpleNamespace(monotonic=lambda: deadline + 1))
+    monkeypatch.setattr(lalr_merge, "time", SimpleNamespace(monotonic=lambda: deadline + 1))
     with pytest.raises(BudgetExceededError, match="LALR table"):
         from_rules.grammar_from_rules(rules, ROOT_RULE, deadline=deadline)
 
@@ -399,7 +401,7 @@ def test_a_wide_piece_that_would_overlap_its_follower_stays_joined() -> None:
     letters = Repeat(chars((97, 122)), 0, 300)
     rules = {"r": seq(literal("<"), letters, literal("x>"), Alt((Ref("r"), literal("."))))}
     with pytest.raises(UnsupportedFeatureError, match="can both read"):
-        from_rules._grammar(from_rules._Writer(rules, 200_000, None), "r", None)
+        from_rules._grammar(RuleWriter(rules, 200_000, None), "r", None)
     grammar = from_rules.grammar_from_rules(rules, "r")
     assert sorted(t.dfa.num_states for t in grammar.terminals if t.dfa is not None) == [2, 604]
 
@@ -415,7 +417,7 @@ def test_the_key_of_extra_members_stays_with_its_comma_and_quotes() -> None:
     names = [f"property_number_{i}" for i in range(40)]
     schema = {"type": "object", "properties": {name: {"type": "integer"} for name in names}}
     node, rules = lower_spec("json", schema, {})
-    writer = from_rules._Writer({ROOT_RULE: node, **rules}, 200_000, None)
+    writer = RuleWriter({ROOT_RULE: node, **rules}, 200_000, None)
     assert writer.split_terminals == set()
     from_rules._grammar(writer, ROOT_RULE, None)  # no lexing conflict to retry from
 
@@ -470,11 +472,11 @@ def test_a_priority_round_sorts_the_contexts_as_lark_would_and_builds_once(monke
         "s": Alt((seq(literal("<"), Ref("s"), literal(">")), seq(literal("<ab>"), Ref("t")))),
         "t": Alt((literal("x"), seq(literal("["), Ref("t"), literal("]")))),
     }
-    writer = from_rules._Writer(rules, 200_000, None)
+    writer = RuleWriter(rules, 200_000, None)
     text = writer.text("s")
     # lark itself, reading the text with the priority written in.
     prioritized = load_lark_grammar(
-        re.sub(r"^T2: /", "T2.1: /", text, flags=re.MULTILINE), {"start": from_rules.START}
+        re.sub(r"^T2: /", "T2.1: /", text, flags=re.MULTILINE), {"start": START}
     )
     builds = _count_lark_builds(monkeypatch)
     grammar = from_rules.grammar_from_rules(rules, "s")
@@ -522,29 +524,29 @@ def test_generated_text_is_analysed_as_lark_analyses_it(shape: str) -> None:
     collision is the same error, which the twin merging reads."""
     from fsmcompile.errors import GrammarError
     from fsmcompile.frontend.json_schema import JsonOptions, schema_to_ir
-    from fsmcompile.grammar import from_rules, loading
+    from fsmcompile.grammar import loading
 
     if shape in HANDWRITTEN:
         text = HANDWRITTEN[shape]
     else:
         lowered = schema_to_ir(GENERATED_SHAPES[shape], options=JsonOptions())
         rules = {"root": lowered.node, **lowered.rules}
-        text = from_rules._Writer(rules, 200_000, None).text("root")
+        text = RuleWriter(rules, 200_000, None).text("root")
     merges = 0
-    for _ in range(from_rules._MERGE_ROUNDS):
+    for _ in range(lalr_merge.MERGE_ROUNDS):
         try:
-            ours = loading._analyse_generated(text, from_rules.START)
+            ours = loading._analyse_generated(text, START)
         except GrammarError as exc:
             with pytest.raises(GrammarError) as lark_error:
-                loading._analyse(text, from_rules.START, False)
+                loading._analyse(text, START, False)
             assert "Reduce/Reduce collision" in exc.reason
             assert "Reduce/Reduce collision" in lark_error.value.reason
-            merged = from_rules._merge_twins(text, exc.reason)
+            merged = lalr_merge.merge_twins(text, exc.reason)
             assert merged is not None
             text = merged
             merges += 1
             continue
-        lark_made = loading._analyse(text, from_rules.START, False)
+        lark_made = loading._analyse(text, START, False)
         assert ours.terminals == lark_made.terminals
         assert ours.contexts == lark_made.contexts
         for name in ("action", "goto", "rule_lhs", "rule_len", "context_of_state"):

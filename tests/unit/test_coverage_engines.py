@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 
 from bench.coverage_engines import check_record, ttfm_ratio
+from bench.coverage_report import summarize
 from bench.engines import load_engine
 from bench.engines.base import Engine
-from bench.jsonschemabench_coverage import pick_engines, summarize
+from bench.jsonschemabench_coverage import pick_engines
 from fsmcompile import compiler
 
 GPT2 = Path(__file__).resolve().parents[1] / "data" / "gpt2" / "tokenizer.json.gz"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.jsonschemabench_coverage import summarize
+from bench.coverage_report import summarize
 
 
 def _compiled(mask_ns: list[int], warm_ns: list[int]) -> dict:

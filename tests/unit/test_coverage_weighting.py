@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.jsonschemabench_coverage import weighted_pass_rate
+from bench.coverage_report import weighted_pass_rate
 
 
 def _summary(passed: int, schemas: int) -> dict[str, int]:

@@ -13,7 +13,8 @@ import sys
 import pytest
 
 from fsmcompile.automaton import build_dfa
-from fsmcompile.grammar.from_rules import _Writer, grammar_from_rules
+from fsmcompile.grammar.from_rules import grammar_from_rules
+from fsmcompile.grammar.rule_writer import RuleWriter
 from fsmcompile.ir.dag_walk import Call, run
 from fsmcompile.ir.nodes import EMPTY, Alt, Concat, Node, Ref, literal
 from fsmcompile.ir.rules import expand_rules, prune_rules, references
@@ -58,7 +59,7 @@ def test_a_deep_chain_is_written_as_grammar_text() -> None:
     """One rule per member, written without recursion. (lark's own LALR analysis
     recurses once per rule of such a chain, so the whole build is tested shallower.)"""
     count = deeper_than_the_limit()
-    text = _Writer({"root": chain(count, keys=("a", "b")), **VALUE}, 200_000, None).text("root")
+    text = RuleWriter({"root": chain(count, keys=("a", "b")), **VALUE}, 200_000, None).text("root")
     assert len(text.splitlines()) > count
 
 

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from fsmcompile.compiler import ROOT_RULE, lower_spec
 from fsmcompile.grammar.from_rules import grammar_from_rules
-from fsmcompile.index.cfg.lexer import build_lexer_automaton, lexer_shapes
+from fsmcompile.index.cfg.lexer_build import build_lexer_automaton
+from fsmcompile.index.cfg.lexer_shapes import lexer_shapes
 from fsmcompile.index.dfa import _role_walk
 from fsmcompile.index.dfa.regions import Region, find_regions
 from fsmcompile.index.dfa.role_functions import RoleWalk, walk_role_functions

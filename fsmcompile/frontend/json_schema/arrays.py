@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from fsmcompile.frontend.json_schema.keywords import UNSUPPORTED
-from fsmcompile.frontend.json_schema.lowered import Lowered
+from fsmcompile.frontend.json_schema.lowering_result import Lowered
 from fsmcompile.frontend.json_schema.refs import Location, is_legacy
 from fsmcompile.frontend.json_schema.unique_items import item_domain, unique_arrays
 from fsmcompile.ir.nodes import EMPTY, NOTHING, And, Node, Repeat, alt, optional, seq

@@ -28,7 +28,7 @@ from fsmcompile.frontend.json_schema.combinators import (
     synthetic,
 )
 from fsmcompile.frontend.json_schema.keywords import ANNOTATIONS
-from fsmcompile.frontend.json_schema.lowered import Lowered
+from fsmcompile.frontend.json_schema.lowering_result import Lowered
 from fsmcompile.frontend.json_schema.strings import STRING_KEYWORDS, narrow_content
 from fsmcompile.frontend.json_schema.values import atom_of
 from fsmcompile.ir.nodes import (

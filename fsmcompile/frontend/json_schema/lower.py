@@ -34,7 +34,7 @@ from fsmcompile.frontend.json_schema.document import check_document, parse_schem
 from fsmcompile.frontend.json_schema.exclusive import exclusive_union
 from fsmcompile.frontend.json_schema.instances import InstanceChecker
 from fsmcompile.frontend.json_schema.keywords import ANNOTATIONS, CONSTRAINING, TYPE_ATOMS, Atom
-from fsmcompile.frontend.json_schema.lowered import NOTHING_LOWERED, Lowered
+from fsmcompile.frontend.json_schema.lowering_result import NOTHING_LOWERED, Lowered
 from fsmcompile.frontend.json_schema.numbers import lower_number
 from fsmcompile.frontend.json_schema.objects import lower_object
 from fsmcompile.frontend.json_schema.options import JsonOptions, Relaxation, SchemaLowering

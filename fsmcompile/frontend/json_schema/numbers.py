@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from fsmcompile.frontend.json_schema.lowered import Lowered
+from fsmcompile.frontend.json_schema.lowering_result import Lowered
 from fsmcompile.frontend.json_schema.multiples import MAX_LISTED_MULTIPLES, bounded_multiples
 from fsmcompile.ir.nodes import EMPTY, NOTHING, And, Node, Repeat, alt, chars, literal, seq
 

@@ -30,7 +30,7 @@ from fsmcompile.frontend.json_schema.combinators import (
     type_atoms,
     value_locations,
 )
-from fsmcompile.frontend.json_schema.lowered import NOTHING_LOWERED, Lowered
+from fsmcompile.frontend.json_schema.lowering_result import NOTHING_LOWERED, Lowered
 from fsmcompile.frontend.json_schema.refs import Location
 from fsmcompile.frontend.json_schema.strings import (
     ANY_STRING,

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from fsmcompile.automaton.build import keep_built
 from fsmcompile.frontend.json_schema.keywords import SPEC_FORMATS_NOT_ENFORCED
-from fsmcompile.frontend.json_schema.lowered import Lowered
+from fsmcompile.frontend.json_schema.lowering_result import Lowered
 from fsmcompile.ir.nodes import (
     EMPTY,
     NOTHING,

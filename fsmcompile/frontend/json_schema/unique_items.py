@@ -18,7 +18,7 @@ from math import comb
 from typing import TYPE_CHECKING, Any
 
 from fsmcompile.frontend.json_schema.combinators import collect, enum_values, type_atoms
-from fsmcompile.frontend.json_schema.lowered import Lowered
+from fsmcompile.frontend.json_schema.lowering_result import Lowered
 from fsmcompile.frontend.json_schema.numbers import integer_bounds, numeric_bounds
 from fsmcompile.frontend.json_schema.values import atom_of, json_equal, value_ir
 from fsmcompile.ir.nodes import And, Node, Repeat, alt, seq

@@ -25,7 +25,8 @@ from fsmcompile.automaton.fragment import sorted_unique, unique_rows
 from fsmcompile.index.cfg.context_sets import ContextSets
 from fsmcompile.index.cfg.exits import exit_sets
 from fsmcompile.index.cfg.fresh_items import countable_for
-from fsmcompile.index.cfg.lexer import build_lexer_automaton, lexer_shapes
+from fsmcompile.index.cfg.lexer_build import build_lexer_automaton
+from fsmcompile.index.cfg.lexer_shapes import lexer_shapes
 from fsmcompile.index.cfg.regions import DENSE_MIN_TOKENS, RegionServer, StayGroups
 from fsmcompile.index.cfg.trie_walk import WalkRecords, walk_grammar_tokens, walk_levels
 from fsmcompile.index.wide_rows import unique_mask_rows, unique_wide_rows

@@ -28,7 +28,7 @@ __all__ = ["countable_for", "lexeme_last_bytes", "max_fresh_items"]
 _lock = threading.Lock()
 
 Starts = dict[int, frozenset[int]]
-"""State → the byte classes whose move begins an item (`grammar_lexer.item_starts`)."""
+"""State → the byte classes whose move begins an item (`lexer_counted.item_starts`)."""
 
 
 def lexeme_last_bytes(grammar: LarkGrammar) -> frozenset[int] | None:
@@ -47,7 +47,7 @@ def lexeme_last_bytes(grammar: LarkGrammar) -> frozenset[int] | None:
 
 def countable_for(vocab: Vocabulary, grammar: LarkGrammar) -> Countable:
     """Whether the runtime may count a bound of one of `grammar`'s terminals for `vocab`'s
-    tokens (`grammar_lexer.Countable`). The bytes lexemes end with are read only once a
+    tokens (`lexer.Countable`). The bytes lexemes end with are read only once a
     bound below the longest token asks (most grammars count none)."""
     after: list[frozenset[int] | None] = []
 

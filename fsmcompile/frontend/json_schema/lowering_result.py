@@ -1,4 +1,4 @@
-"""The value every lowering step returns: an IR node plus what its parent must know."""
+"""`Lowered`, the value every lowering step returns: an IR node plus what its parent needs."""
 
 from __future__ import annotations
 
