@@ -32,11 +32,11 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 from bench.jsonschemabench_coverage import SUBSETS, load_records, resolve_tokenizer  # noqa: E402
 
 STAGES: tuple[tuple[str, str, str], ...] = (
-    ("lower", "fsmcompile.compiler", "lower_spec"),
+    ("lower", "fsmcompile.compile_stages", "lower_spec"),
     ("writer", "fsmcompile.grammar.from_rules", "_Writer.__init__"),
     ("lalr", "fsmcompile.grammar.from_rules", "_lalr"),
     ("lexing_check", "fsmcompile.grammar.from_rules", "_check_contexts"),
-    ("dfa_index", "fsmcompile.compiler", "build_token_index"),
+    ("dfa_index", "fsmcompile.compile_stages", "build_token_index"),
     ("lexer", "fsmcompile.index.cfg.grammar_index", "build_lexer_automaton"),
     ("shapes", "fsmcompile.index.cfg.grammar_index", "lexer_shapes"),
     ("exit_sets", "fsmcompile.index.cfg.grammar_index", "exit_sets"),

@@ -34,6 +34,7 @@ from functools import partial
 import numpy as np
 import numpy.typing as npt
 
+from fsmcompile.compile_memos import current_memos
 from fsmcompile.errors import (
     BudgetExceededError,
     GrammarError,
@@ -56,7 +57,6 @@ from fsmcompile.ir.nodes import (
     counted_item,
     uncounted,
 )
-from fsmcompile.memo import StageMemo
 from fsmcompile.tables.byte_dfa import ByteDFA, dfa_key
 from fsmcompile.tables.lark_grammar import LarkGrammar, LexerContext, ParseTable
 
@@ -822,6 +822,7 @@ def _check_contexts(grammar: LarkGrammar, answers: _Answers | None = None) -> No
     ]
     keys: dict[int, bytes] = {}
     automata: dict[int, _Automaton] = {}
+    conflicts = current_memos().conflicts
 
     def key(t: int) -> bytes:
         if t not in keys:
@@ -857,7 +858,7 @@ def _check_contexts(grammar: LarkGrammar, answers: _Answers | None = None) -> No
         # Memoized by content: the any-JSON terminals meet each other the same way in
         # every schema with free-form members.
         memo_key = (key(a), key(b), b"same" if a == b else b"first" if a_first else b"", digests)
-        found = _conflicts.get_or_make(
+        found = conflicts.get_or_make(
             memo_key,
             partial(_lexing_conflict, automaton(a), automaton(b), a == b, a_first, follow_automata),
         )
@@ -960,13 +961,6 @@ class _LexingConflict(UnsupportedFeatureError):
 
 DROPPED = -2
 """`_lexing_conflict`'s follower index for a terminal the lexer drops."""
-
-_conflicts: StageMemo[tuple[bytes, ...], tuple[bytes, int] | None] = StageMemo(65536)
-"""Lexing-conflict witnesses by the automata's content (`dfa_key`, 16-byte digests: an
-entry is a few hundred bytes). A WashingtonPost schema's grammar checks 11k pairs, and
-schemas of one API share most of them: with 8192 entries each such compile pushed out
-the last one's pairs before reading them (wp_9 after wp_8: 11.7k pairs computed; with
-room for both, 1.5k)."""
 
 
 def _lexing_conflict(
