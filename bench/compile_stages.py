@@ -32,11 +32,11 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 from bench.coverage_corpus import SUBSETS, load_records, resolve_tokenizer  # noqa: E402
 
 STAGES: tuple[tuple[str, str, str], ...] = (
-    ("lower", "fsmcompile.compiler", "lower_spec"),
+    ("lower", "fsmcompile.compile_stages", "lower_spec"),
     ("writer", "fsmcompile.grammar.from_rules", "RuleWriter.__init__"),
     ("lalr", "fsmcompile.grammar.from_rules", "lalr_grammar"),
     ("lexing_check", "fsmcompile.grammar.from_rules", "check_contexts"),
-    ("dfa_index", "fsmcompile.compiler", "build_token_index"),
+    ("dfa_index", "fsmcompile.compile_stages", "build_token_index"),
     ("lexer", "fsmcompile.index.cfg.build", "build_lexer_automaton"),
     ("shapes", "fsmcompile.index.cfg.build", "lexer_shapes"),
     ("exit_sets", "fsmcompile.index.cfg.build", "exit_sets"),

@@ -6,7 +6,9 @@ exports the nouns of each stage; the runtime lives in `fsmcompile.runtime` (need
 
 from fsmcompile.artifact import load, save
 from fsmcompile.compiler import (
+    Compiler,
     CompileResult,
+    Index,
     compile_json_schema,
     compile_lark,
     compile_regex,
@@ -38,8 +40,10 @@ __all__ = [
     "ArtifactVersionError",
     "BudgetExceededError",
     "CompileResult",
+    "Compiler",
     "FsmcompileError",
     "GrammarError",
+    "Index",
     "RegexSyntaxError",
     "SchemaError",
     "SpecError",

@@ -1,21 +1,21 @@
-"""Process-wide memos for compile stages that many specs repeat with equal inputs.
+"""A bounded memo for stages that many specs repeat with equal inputs.
 
 Specs of one family share most of their machinery: every JSON Schema with free-form
 members carries the same any-JSON terminals, and schemas of one shape write the same
 generated grammar text. Each stage keys its result by the content of its input (never
 by object identity, which Python reuses), keeps a bounded number of entries, and returns
-results that callers treat as read-only.
+results that callers treat as read-only. Who owns a memo decides how long it lives: the
+compile stages' memos belong to a `Compiler` (`compile_memos.CompileMemos`).
 """
 
 from __future__ import annotations
 
 import threading
-import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
-__all__ = ["StageMemo", "clear_stage_memos"]
+__all__ = ["StageMemo"]
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -46,7 +46,6 @@ class StageMemo(Generic[K, V]):
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
-        _all_memos.add(self)
 
     def get_or_make(self, key: K, make: Callable[[], V]) -> V:
         """The result stored under `key`, else `make()` stored and returned.
@@ -84,13 +83,3 @@ class StageMemo(Generic[K, V]):
 
     def __len__(self) -> int:
         return len(self._entries)
-
-
-_all_memos: weakref.WeakSet[StageMemo[Any, Any]] = weakref.WeakSet()
-
-
-def clear_stage_memos() -> None:
-    """Empty every stage memo of the process: frees their memory, and makes the next
-    compile of any spec pay its full cost (cold-compile benchmarks, exactness tests)."""
-    for memo in list(_all_memos):
-        memo.clear()

@@ -207,7 +207,7 @@ def tables_key(index: TokenIndex | GrammarIndex) -> tuple[object, ...]:
     """What an index's runtime tables are made of: its vocabulary's content and the
     identity of its other parts, all but the spec hash and kind.
 
-    Indexes of one language share their parts (`compiler._indexes`), and so their tables,
+    Indexes of one language share their parts (`CompileMemos.indexes`), and so their tables,
     warm from the first one's requests. A cached entry holds an index made of those parts,
     so an `id()` in a key never names a recycled object.
     """

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from support import BUNDLED, load_vocabulary
 import fsmcompile.cli  # noqa: F401  (loaded for the installed-package check below)
 import fsmcompile.runtime  # noqa: F401
 from fsmcompile import Vocabulary
+from fsmcompile.compile_memos import CompileMemos
 
 # The folders the package is built from (a venv under build/ is not one of them).
 SOURCES = tuple(
@@ -65,3 +67,11 @@ def qwen2() -> Vocabulary:
 def real_vocab(request: pytest.FixtureRequest) -> Vocabulary:
     """Each real tokenizer in turn (llama3 skipped when ../shared lacks it)."""
     return load_vocabulary(request.param)
+
+
+@pytest.fixture()
+def fresh_memos() -> Iterator[CompileMemos]:
+    """A new, empty compile memo set, current for the test: what it builds is built for
+    it, whatever earlier tests left in the default set."""
+    with CompileMemos().active() as memos:
+        yield memos

@@ -1,4 +1,4 @@
-"""fsmcompile adapter: `compile_spec(..., cache=False)` and the runtime matchers.
+"""fsmcompile adapter: a `Compiler` with no cache, and the runtime matchers.
 
 Regex and JSON Schema compile to a `TokenIndex` walked by `Matcher`; Lark compiles to a
 `GrammarIndex` walked by `GrammarMatcher` (`runtime.matcher.matcher_for` picks). JSON
@@ -38,14 +38,31 @@ class FsmcompileEngine(Engine):
         self.tokenizer_path = ""
 
     def forget_compiles(self) -> None:
-        """Empty every stage memo (`fsmcompile.memo.clear_stage_memos`): the LALR analyses,
-        built DFAs, conflict checks and whole indexes of specs seen before. The
-        `functools` caches of shared pieces (Unicode classes, format regexes, UTF-8 range
-        automata) stay warm, as in any server that has compiled other specs. The runtime's
-        per-index table memos are stage memos too, so they are emptied as well."""
-        from fsmcompile.memo import clear_stage_memos
+        """Empty the compiler's stage memos (`CompileMemos.stage_memos`): the LALR
+        analyses, built DFAs, conflict checks and whole indexes of specs seen before. What
+        every server builds once stays warm: the automata of shared sub-trees (the
+        any-JSON terminals, formats: `CompileMemos.kept`, built by the worker's warm-ups)
+        and the `functools` caches of shared pieces (Unicode classes, format regexes,
+        UTF-8 range automata). The runtime's per-index table memos are emptied as well: a
+        first mask builds its tables."""
+        from fsmcompile.runtime import grammar_tables, index_tables
 
-        clear_stage_memos()
+        for memo in (
+            *self.compiler.memos.stage_memos(),
+            index_tables._tables_cache,
+            grammar_tables._tables_cache,
+            grammar_tables._items_grown,
+            grammar_tables._fitting_rows,
+        ):
+            memo.clear()
+
+    def _compiler(self, vocab: Any) -> Any:
+        from fsmcompile import Compiler
+
+        limits: dict[str, Any] = {"timeout_s": self.timeout_s}
+        if self.max_states is not None:
+            limits["max_states"] = self.max_states
+        return Compiler(vocab, cache=False, **limits)
 
     def prepare_vocab(self, tokenizer_path: str) -> dict[str, float]:
         from fsmcompile import Vocabulary
@@ -59,20 +76,17 @@ class FsmcompileEngine(Engine):
         t2 = time.perf_counter()
         self.vocab = vocab
         self.words = bitmask_words(vocab.size)
+        self.compiler = self._compiler(vocab)
         return {"load_s": t1 - t0, "trie_s": t2 - t1, "total_s": t2 - t0}
 
     def compile(self, case: dict[str, Any]) -> Any:
         from fsmcompile.errors import BudgetExceededError, UnsupportedFeatureError
 
         try:
-            from fsmcompile import compile_spec
+            from fsmcompile.frontend.options import typed_options
 
-            limits: dict[str, Any] = {"timeout_s": self.timeout_s}
-            if self.max_states is not None:
-                limits["max_states"] = self.max_states
-            if self.options is not None and case["kind"] == "json":
-                limits["options"] = self.options
-            result = compile_spec(case["kind"], case["spec"], self.vocab, cache=False, **limits)
+            options = typed_options(case["kind"], self.options if case["kind"] == "json" else None)
+            result = self.compiler.compile_spec(case["kind"], case["spec"], options=options)
         except (ImportError, NotImplementedError, UnsupportedFeatureError) as exc:
             raise Unsupported(f"{type(exc).__name__}: {exc}") from exc
         except BudgetExceededError as exc:

@@ -15,7 +15,6 @@ import threading
 import time
 
 import numpy as np
-import numpy.typing as npt
 
 from fsmcompile.automaton.canonical import canonical_dfa
 from fsmcompile.automaton.compose import concat, difference, intersection, repeat, union
@@ -29,6 +28,7 @@ from fsmcompile.automaton.leaves import (
 )
 from fsmcompile.automaton.minimize import equivalence_classes, minimized, quotient
 from fsmcompile.budget import Budget
+from fsmcompile.compile_memos import current_memos
 from fsmcompile.errors import SpecError, UnsupportedFeatureError
 from fsmcompile.ir.nodes import (
     Alt,
@@ -43,28 +43,16 @@ from fsmcompile.ir.nodes import (
     children,
     content_key,
 )
-from fsmcompile.memo import StageMemo
 from fsmcompile.tables.byte_dfa import ByteDFA
 
 logger = logging.getLogger(__name__)
 
 # Sub-trees that many specs share by identity (a JSON Schema format's IR is made once per
-# process): each is built once, kept minimized with the byte classes it was built over,
-# and re-expressed over a later build's classes, which always refine its own.
+# process): each is built once per memo set (`CompileMemos.kept`), kept minimized with the
+# byte classes it was built over, and re-expressed over a later build's classes, which
+# always refine its own. This registry only says which sub-trees those are.
 _kept: dict[int, Node] = {}
-_kept_built: dict[int, tuple[Fragment, npt.NDArray[np.int32]]] = {}
 _kept_lock = threading.Lock()
-
-
-def _dfa_bytes(dfa: ByteDFA) -> int:
-    return int(dfa.transitions.nbytes + dfa.accepting.nbytes + dfa.class_of_byte.nbytes)
-
-
-_built_dfas: StageMemo[bytes, ByteDFA] = StageMemo(
-    4096, max_bytes=64 * 1024 * 1024, size_of=_dfa_bytes
-)
-"""Built automata by the content of their tree: generated grammars rebuild the same
-terminals (the any-JSON value, its strings and numbers) for every schema."""
 
 
 def keep_built(node: Node) -> Node:
@@ -95,10 +83,12 @@ def build_dfa(node: Node, *, max_states: int = 200_000, deadline: float | None =
         BudgetExceededError: `max_states` (limit="max_states") or the deadline
             (limit="timeout_s") was exceeded.
 
-    Results are memoized by the tree's content (`content_key`) for the process; a kept
-    automaton larger than `max_states` is refused as a fresh build would refuse it.
+    Results are memoized by the tree's content (`content_key`) in the current memo set
+    (`compile_memos.current_memos`): generated grammars rebuild the same terminals (the
+    any-JSON value, its strings and numbers) for every schema. A kept automaton larger
+    than `max_states` is refused as a fresh build would refuse it.
     """
-    dfa = _built_dfas.get_or_make(
+    dfa = current_memos().dfas.get_or_make(
         content_key(node), lambda: _build_dfa(node, max_states=max_states, deadline=deadline)
     )
     Budget(max_states, deadline).reserve(dfa.num_states, "the automaton")
@@ -147,10 +137,10 @@ class _Builder:
         self.leaves: dict[CharSet | ByteSet, Fragment] = {}
         # A byte of each class, to map this build's classes onto a kept node's classes.
         self.class_byte = np.unique(classes.class_of_byte, return_index=True)[1]
+        self.kept = current_memos().kept
 
     def _kept_fragment(self, node: Node) -> Fragment | None:
-        with _kept_lock:
-            found = _kept_built.get(id(node))
+        found = self.kept.get(id(node))
         if found is None:
             return None
         fragment, class_of_byte = found
@@ -257,8 +247,7 @@ class _Builder:
             raise TypeError(f"not an IR node: {type(node).__name__}")
         if id(node) in _kept and not result.is_nothing:
             result = minimized(result, self.budget)
-            with _kept_lock:
-                _kept_built[id(node)] = (result, self.classes.class_of_byte)
+            self.kept.put(id(node), result, self.classes.class_of_byte)
         return result
 
 

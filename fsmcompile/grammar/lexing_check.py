@@ -9,9 +9,9 @@ from functools import partial
 import numpy as np
 import numpy.typing as npt
 
+from fsmcompile.compile_memos import current_memos
 from fsmcompile.errors import UnsupportedFeatureError
 from fsmcompile.grammar import _lexcheck
-from fsmcompile.memo import StageMemo
 from fsmcompile.tables.byte_dfa import ByteDFA, dfa_key
 from fsmcompile.tables.grammar_index import next_contexts
 from fsmcompile.tables.lark_grammar import LarkGrammar, ParseTable
@@ -101,7 +101,7 @@ def check_contexts(grammar: LarkGrammar, answers: Answers | None = None) -> None
         # Memoized by content: the any-JSON terminals meet each other the same way in
         # every schema with free-form members.
         memo_key = (key(a), key(b), b"same" if a == b else b"first" if a_first else b"", digests)
-        found = _conflicts.get_or_make(
+        found = current_memos().conflicts.get_or_make(
             memo_key,
             partial(lexing_conflict, automaton(a), automaton(b), a == b, a_first, follow_automata),
         )
@@ -204,13 +204,6 @@ class LexingConflict(UnsupportedFeatureError):
 
 DROPPED = -2
 """`lexing_conflict`'s follower index for a terminal the lexer drops."""
-
-_conflicts: StageMemo[tuple[bytes, ...], tuple[bytes, int] | None] = StageMemo(65536)
-"""Lexing-conflict witnesses by the automata's content (`dfa_key`, 16-byte digests: an
-entry is a few hundred bytes). A WashingtonPost schema's grammar checks 11k pairs, and
-schemas of one API share most of them: with 8192 entries each such compile pushed out
-the last one's pairs before reading them (wp_9 after wp_8: 11.7k pairs computed; with
-room for both, 1.5k)."""
 
 
 def lexing_conflict(

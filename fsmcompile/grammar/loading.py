@@ -18,15 +18,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from fsmcompile.budget import check_deadline, seconds_left
+from fsmcompile.compile_memos import current_memos
 from fsmcompile.errors import GrammarError, SpecError, UnsupportedFeatureError
 from fsmcompile.frontend.lark.imports import (
     SOURCE_PATH,
     ImportRefused,
-    checked_import_paths,
     import_loader,
     locate_import,
 )
+from fsmcompile.frontend.lark.options import LarkOptions
 from fsmcompile.frontend.lark.terminals import terminal_to_ir
+from fsmcompile.frontend.options import options_from_mapping
 from fsmcompile.grammar.analysis_size import (
     LARK_SECONDS_PER_CELL,
     analysis_cells,
@@ -35,13 +37,11 @@ from fsmcompile.grammar.analysis_size import (
 )
 from fsmcompile.grammar.parse_tables import extract_tables
 from fsmcompile.ir.nodes import Node
-from fsmcompile.memo import StageMemo
 from fsmcompile.tables.byte_dfa import ByteDFA
 from fsmcompile.tables.lark_grammar import LarkGrammar, LexerContext, ParseTable, Terminal
 
 logger = logging.getLogger(__name__)
 
-_OPTIONS = ("start", "strict", "import_paths")
 _QUOTED_NAME = re.compile(r"'([^']+)'")
 _RULE_IN_COLLISION = re.compile(r"<([!?]?[\w]+) :")
 _LINE_COLUMN = re.compile(r",? at line (\d+),? column (\d+)")
@@ -152,13 +152,6 @@ class _Analysis:
     still held to each call's `max_states`."""
 
 
-_analyses: StageMemo[tuple[str, str, bool, bool, tuple[str, ...]], _Analysis] = StageMemo(64)
-"""lark's analysis by grammar text: schemas of one shape write the same generated text
-(terminal names are numbered, their automata attached afterwards). Only what is read out
-of it is kept: lark's own objects (tens of thousands per grammar) would stay tracked by
-the garbage collector for the life of the process, and every full collection walks them."""
-
-
 def _analysis(
     text: str,
     start: str,
@@ -170,11 +163,19 @@ def _analysis(
     """The analysis of `text` (written by `from_rules.py` when `generated`), memoized;
     refused before it starts when it would break the budget (`analysis_size.py`). A
     generated grammar's analysis (in C, a few bytes a cell) is held to the deadline only:
-    its size follows from automata already held to `max_states`."""
+    its size follows from automata already held to `max_states`.
+
+    Memoized by grammar text in the current memo set (`CompileMemos.analyses`): schemas
+    of one shape write the same generated text (terminal names are numbered, their
+    automata attached afterwards). Only what is read out of lark's analysis is kept:
+    lark's own objects (tens of thousands per grammar) would stay tracked by the garbage
+    collector for as long as the memo holds them, and every full collection walks them."""
     key = (text, start, strict, generated, import_paths)
+    analyses = current_memos().analyses
     if generated:
-        return _analyses.get_or_make(key, lambda: _analyse_generated(text, start))
-    analysis = _analyses.get_or_make(
+        found: _Analysis = analyses.get_or_make(key, lambda: _analyse_generated(text, start))
+        return found
+    analysis: _Analysis = analyses.get_or_make(
         key, lambda: _analyse(text, start, strict, import_paths, max_states)
     )
     check_analysis_size(analysis.cells, max_states=max_states, seconds_per_cell=0.0)
@@ -408,7 +409,7 @@ def _terminal_error(exc: SpecError, name: str, raw: str, text: str) -> SpecError
 
 def load_lark_grammar(
     text: str,
-    options: Mapping[str, Any] | None = None,
+    options: LarkOptions | Mapping[str, Any] | None = None,
     *,
     generated: Mapping[str, tuple[Node, ByteDFA]] | None = None,
     max_states: int | None = None,
@@ -417,10 +418,8 @@ def load_lark_grammar(
 
     Args:
         text: the grammar source.
-        options: `start` (the start rule, default "start"), `strict` (lark's strict
-            mode: shift/reduce conflicts and terminal collisions become errors) and
-            `import_paths` (folders `%import` may read grammars from, besides the
-            bundled `fsmcompile.grammars` and lark's own; see `imports.py`).
+        options: a `LarkOptions`, or its fields as a mapping (`start`, `strict`,
+            `import_paths`).
         generated: for grammars written by `from_rules.py`: terminal name → (IR, DFA)
             replacing the placeholder pattern in `text` (longest-match terminals). Such
             text is read without lark's grammar parser (`generated.py`).
@@ -436,16 +435,12 @@ def load_lark_grammar(
             terminal patterns whose lark match a byte automaton cannot reproduce.
         BudgetExceededError: the analysis would break `max_states` or the deadline.
     """
-    opts = dict(options or {})
-    unknown = sorted(set(opts) - set(_OPTIONS))
-    if unknown:
-        raise SpecError(f"unknown lark options {unknown}; expected some of {list(_OPTIONS)}")
-    start = opts.get("start", "start")
-    if not isinstance(start, str):
-        raise SpecError(f"lark option start: expected a rule name, found {start!r}")
-    import_paths = checked_import_paths(opts.get("import_paths"))
-    strict = bool(opts.get("strict", False))
-    analysis = _analysis(text, start, strict, generated is not None, import_paths, max_states)
+    if not isinstance(options, LarkOptions):
+        options = options_from_mapping(LarkOptions, "lark", options or {})
+    start = options.start
+    analysis = _analysis(
+        text, start, options.strict, generated is not None, options.import_paths, max_states
+    )
     terminals = []
     for name, pattern, raw, ignored in analysis.terminals:
         if generated is not None and name in generated:

@@ -252,19 +252,16 @@ def test_grammar_index_context_sets_stand_for_each_context(gpt2, monkeypatch):
     # keeps one entry per set of those contexts the next byte takes to one lexer state.
     # Spelled out context by context, the outcomes are those of a walk that kept every
     # context apart, and the matcher takes a document that needs a set's member.
-    import fsmcompile.compiler as compiler
     import fsmcompile.index.cfg.build as grammar_index
-    from fsmcompile.compiler import compile_spec
+    from fsmcompile.compiler import Compiler
     from fsmcompile.index.cfg.context_sets import ContextSets
-    from fsmcompile.memo import StageMemo
 
-    merged = compile_spec("json", NESTED_OBJECTS, gpt2, cache=False).index
+    merged = Compiler(gpt2, cache=False).compile_json_schema(NESTED_OBJECTS)
     assert merged.ctxset_start.shape[0] > 1  # some sets were made
     monkeypatch.setattr(
         grammar_index, "ContextSets", lambda *args, merge: ContextSets(*args, merge=False)
     )
-    monkeypatch.setattr(compiler, "_indexes", StageMemo(1))  # no index made above
-    apart = compile_spec("json", NESTED_OBJECTS, gpt2, cache=False).index
+    apart = Compiler(gpt2, cache=False).compile_json_schema(NESTED_OBJECTS)  # no index above
     assert apart.ctxset_start.shape[0] == 1
     assert apart.seq_parent.shape[0] > merged.seq_parent.shape[0]
     assert _spelled(merged) == _spelled(apart)

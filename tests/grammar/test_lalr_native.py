@@ -110,12 +110,10 @@ def test_bundled_grammars_get_the_reference_states(name: str) -> None:
 
 def _schema_builds(schema_id: str, monkeypatch: pytest.MonkeyPatch) -> list[tuple[list[Any], str]]:
     """The (rules, start) of every LALR build of a corpus schema's grammar."""
+    from fsmcompile.compile_memos import CompileMemos
     from fsmcompile.compiler import ROOT_RULE, lower_spec
     from fsmcompile.errors import UnsupportedFeatureError
     from fsmcompile.grammar import from_rules, generated
-    from fsmcompile.memo import clear_stage_memos
-
-    clear_stage_memos()  # a grammar analysed by an earlier test would not be built again
 
     subset = schema_id.split("/")[0]
     path = CORPUS / subset / "schemas.jsonl"
@@ -133,7 +131,9 @@ def _schema_builds(schema_id: str, monkeypatch: pytest.MonkeyPatch) -> list[tupl
     node, rules = lower_spec("json", record["schema"], {})
     assert rules, "a schema of the grammar route"
     try:
-        from_rules.grammar_from_rules({ROOT_RULE: node, **rules}, ROOT_RULE, max_states=100_000)
+        # Fresh memos: a grammar analysed by an earlier test would not be built again.
+        with CompileMemos().active():
+            from_rules.grammar_from_rules({ROOT_RULE: node, **rules}, ROOT_RULE, max_states=100_000)
     except UnsupportedFeatureError:
         pass  # still LALR(1)-conflicted after merging: the builds are compared all the same
     return builds

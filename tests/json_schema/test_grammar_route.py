@@ -336,9 +336,9 @@ def test_a_vocabulary_walk_too_wide_for_memory_is_refused(
     """Bounded strings inside members unroll into lexer states per character; past
     `MAX_LEVEL_BYTES` of origin sets at one trie level the walk refuses before gathering
     them (one such level took 10 s and 5 GiB, past any deadline), and under it compiles."""
+    from fsmcompile.compile_memos import CompileMemos
     from fsmcompile.errors import BudgetExceededError
     from fsmcompile.index.cfg import trie_walk as grammar_walk
-    from fsmcompile.memo import clear_stage_memos
 
     value = {"type": ["string", "null"], "maxLength": 40}
     schema = {"type": "object", "properties": {f"k{i}": value for i in range(6)}}
@@ -348,8 +348,10 @@ def test_a_vocabulary_walk_too_wide_for_memory_is_refused(
     assert ok, why
     assert not allowed_all_the_way(index, vocab, compact({"k0": "x" * 41}))[0]
     monkeypatch.setattr(grammar_walk, "MAX_LEVEL_BYTES", 1 << 16)
-    clear_stage_memos()  # built again under the lower limit, not the index above
-    with pytest.raises(BudgetExceededError, match="GiB of lexer-state sets") as info:
+    with (
+        CompileMemos().active(),  # built again under the lower limit, not the index above
+        pytest.raises(BudgetExceededError, match="GiB of lexer-state sets") as info,
+    ):
         compile_json_schema(schema, vocab, cache=False)
     assert info.value.limit == "walk_bytes"
 

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from fsmcompile.automaton import ByteDFA, build_dfa
 from fsmcompile.automaton.utf8 import encode, utf8_sequences
+from fsmcompile.compile_memos import CompileMemos
 from fsmcompile.errors import BudgetExceededError, SpecError
 from fsmcompile.frontend.regex.parser import parse_regex
 from fsmcompile.ir.nodes import (
@@ -33,7 +34,6 @@ from fsmcompile.ir.nodes import (
     seq,
     without,
 )
-from fsmcompile.memo import clear_stage_memos
 from fsmcompile.tables.byte_dfa import dfa_key
 from fsmcompile.types import DEAD
 
@@ -458,7 +458,7 @@ def test_refine_on_a_long_chain_between_loops_is_exact() -> None:
 
 
 @pytest.mark.parametrize("fmt", ["date-time", "email", "uri", "ipv6"])
-def test_kept_format_automaton_is_reused_exactly(fmt: str) -> None:
+def test_kept_format_automaton_is_reused_exactly(fmt: str, fresh_memos: CompileMemos) -> None:
     """A format's automaton built once and re-expressed over another build's byte classes
     gives the same DFA as building a fresh, unshared copy of the format's IR."""
     import copy
@@ -469,12 +469,14 @@ def test_kept_format_automaton_is_reused_exactly(fmt: str) -> None:
     assert kept is not None
     fresh = copy.deepcopy(kept)  # another identity: never shared
     for context in (r'"[a-c]*', r"[\x00-\x1f]?x"):  # different byte classes around it
-        # Each build from scratch: the whole-tree memo would otherwise answer all three.
-        clear_stage_memos()
+        # Each build from scratch but for the kept automaton: the whole-tree memo would
+        # otherwise answer all three.
+        fresh_memos.dfas.clear()
         shared_dfa = build_dfa(Concat((parse_regex(context), kept)))
-        clear_stage_memos()
+        assert len(fresh_memos.kept) > 0
+        fresh_memos.dfas.clear()
         again = build_dfa(Concat((parse_regex(context), kept)))
-        clear_stage_memos()
+        fresh_memos.dfas.clear()
         plain = build_dfa(Concat((parse_regex(context), fresh)))
         for dfa in (shared_dfa, again):
             assert np.array_equal(dfa.transitions, plain.transitions)
@@ -505,11 +507,11 @@ def test_content_key_of_a_shared_dag_costs_its_size() -> None:
     assert len(key) == 16
 
 
-def test_built_automata_are_memoized_read_only_and_budgeted() -> None:
-    clear_stage_memos()
+def test_built_automata_are_memoized_read_only_and_budgeted(fresh_memos: CompileMemos) -> None:
     first = build_dfa(parse_regex("[a-z]{3,5}@example"))
     again = build_dfa(parse_regex("[a-z]{3,5}@example"))  # another tree, same content
     assert again is first
+    assert (fresh_memos.dfas.misses, fresh_memos.dfas.hits) == (1, 1)
     with pytest.raises(ValueError):
         first.transitions[0, 0] = 7
     # A kept automaton over a smaller budget is refused as a fresh build would be.
@@ -518,10 +520,9 @@ def test_built_automata_are_memoized_read_only_and_budgeted() -> None:
     assert err.value.limit == "max_states"
 
 
-def test_dfa_key_names_the_automaton_by_its_arrays() -> None:
-    clear_stage_memos()
+def test_dfa_key_names_the_automaton_by_its_arrays(fresh_memos: CompileMemos) -> None:
     a = build_dfa(parse_regex("(ab|ac)+"))
-    clear_stage_memos()
+    fresh_memos.clear()
     b = build_dfa(parse_regex("a(b|c)(a(b|c))*"))  # the same language, built apart
     assert a is not b and dfa_key(a) == dfa_key(b)
     assert dfa_key(a) != dfa_key(build_dfa(parse_regex("(ab|ac)*")))
@@ -551,16 +552,17 @@ def test_prune_rules_keeps_unpruned_subtrees_as_the_same_objects() -> None:
 def test_build_dfa_literal_runs_give_the_automaton_of_their_characters(pieces: list[str]) -> None:
     import fsmcompile.automaton.build as build_module
 
-    clear_stage_memos()
     # Literal runs between other parts (a property name between values), surrogates
     # (no UTF-8 form: they match nothing) included.
     node = seq(*(seq(literal(p), parse_regex("[0-9]*")) for p in pieces))
-    fast = build_dfa(node) if "\ud800" not in "".join(pieces) else None
-    clear_stage_memos()
+    # Each build over fresh memos, or the second would be the first's memoized automaton.
+    with CompileMemos().active():
+        fast = build_dfa(node) if "\ud800" not in "".join(pieces) else None
     original = build_module._literal_char
     build_module._literal_char = lambda _node: False  # every character built on its own
     try:
-        slow = build_dfa(node) if fast is not None else None
+        with CompileMemos().active():
+            slow = build_dfa(node) if fast is not None else None
     finally:
         build_module._literal_char = original
     if fast is None:

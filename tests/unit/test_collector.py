@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from fsmcompile import collector, compile_regex
+from fsmcompile import Compiler, collector, compile_regex
 from fsmcompile.collector import collector_paused
 
 
@@ -26,20 +26,19 @@ def collector_restored() -> Iterator[None]:
 def test_a_compile_pauses_the_collector_and_leaves_it_as_it_was(
     gpt2, monkeypatch, collector_restored, enabled: bool
 ) -> None:
-    from fsmcompile import compiler
-    from fsmcompile.memo import clear_stage_memos
+    from fsmcompile import compile_stages
 
-    clear_stage_memos()  # a real build, not the other parametrization's memoized index
     seen: list[bool] = []
-    build = compiler.build_token_index
+    build = compile_stages.build_token_index
 
     def watched(*args, **kwargs):
         seen.append(gc.isenabled())
         return build(*args, **kwargs)
 
-    monkeypatch.setattr(compiler, "build_token_index", watched)
+    monkeypatch.setattr(compile_stages, "build_token_index", watched)
     gc.enable() if enabled else gc.disable()
-    compile_regex(r"[a-z]{2,5}", gpt2, cache=False)
+    # Its own memos: a real build, not the other parametrization's memoized index.
+    Compiler(gpt2, cache=False).compile_regex(r"[a-z]{2,5}")
     assert seen == [False]
     assert gc.isenabled() is enabled
 
@@ -88,9 +87,7 @@ def test_concurrent_compiles_in_threads_share_one_pause(
 ) -> None:
     # vLLM compiles grammars in a thread pool: the collector must stay paused while any
     # compile runs and come back (as it was before the first) only after the last.
-    from fsmcompile.memo import clear_stage_memos
-
-    clear_stage_memos()
+    compiler = Compiler(gpt2, cache=False)  # fresh memos, shared by the threads
     gc.enable() if enabled else gc.disable()
     workers = 6
     start = threading.Barrier(workers + 1)
@@ -99,7 +96,7 @@ def test_concurrent_compiles_in_threads_share_one_pause(
     def compile_one(k: int) -> None:
         try:
             start.wait(timeout=30)
-            compile_regex(rf"[a-z]{{{k + 1},{k + 9}}}x{k}", gpt2, cache=False)
+            compiler.compile_regex(rf"[a-z]{{{k + 1},{k + 9}}}x{k}")
         except BaseException as exc:  # reported below, on the main thread
             errors.append(exc)
 

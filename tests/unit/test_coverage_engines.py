@@ -12,7 +12,6 @@ from bench.coverage_report import summarize
 from bench.engines import load_engine
 from bench.engines.base import Engine
 from bench.jsonschemabench_coverage import pick_engines
-from fsmcompile import compiler
 
 GPT2 = Path(__file__).resolve().parents[1] / "data" / "gpt2" / "tokenizer.json.gz"
 SCHEMA = {
@@ -59,12 +58,13 @@ def test_a_rejected_valid_instance_is_over_with_its_token(fsmcompile_engine: Eng
 
 def test_every_compile_starts_with_no_same_spec_memo(fsmcompile_engine: Engine) -> None:
     tests = _tests(fsmcompile_engine, [('{"n":3}', True)])
-    compiler._indexes.get_or_make(b"left over", lambda: None)  # type: ignore[arg-type]
+    indexes = fsmcompile_engine.compiler.memos.indexes  # type: ignore[attr-defined]
+    indexes.get_or_make(b"left over", lambda: None)
     seen: list[int] = []
     original = fsmcompile_engine.compile
 
     def compile_and_look(case: dict[str, Any]) -> Any:
-        seen.append(len(compiler._indexes))
+        seen.append(len(indexes))
         return original(case)
 
     fsmcompile_engine.compile = compile_and_look  # type: ignore[method-assign]

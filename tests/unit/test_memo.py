@@ -1,10 +1,10 @@
-"""The process-wide stage memo: bounded, least recently used first, nothing half-stored."""
+"""The stage memo: bounded, least recently used first, nothing half-stored."""
 
 from __future__ import annotations
 
 import pytest
 
-from fsmcompile.memo import StageMemo, clear_stage_memos
+from fsmcompile.memo import StageMemo
 
 
 def test_memo_returns_the_stored_result_and_evicts_the_least_recently_used() -> None:
@@ -39,7 +39,7 @@ def test_memo_bounds_the_summed_size_and_skips_results_too_large_to_keep() -> No
     assert memo.get_or_make(6, lambda: b"z") == b"z"  # it was never stored
 
 
-def test_memo_stores_nothing_when_making_fails_and_clears_everywhere() -> None:
+def test_memo_stores_nothing_when_making_fails_and_clears() -> None:
     memo: StageMemo[str, int] = StageMemo(4)
 
     def fail() -> int:
@@ -48,6 +48,6 @@ def test_memo_stores_nothing_when_making_fails_and_clears_everywhere() -> None:
     with pytest.raises(RuntimeError):
         memo.get_or_make("k", fail)
     assert memo.get_or_make("k", lambda: 1) == 1
-    clear_stage_memos()
+    memo.clear()
     assert len(memo) == 0
     assert memo.get_or_make("k", lambda: 2) == 2

@@ -24,11 +24,11 @@ from subset_reference import (
 from fsmcompile.automaton import _subset, compose, subset
 from fsmcompile.automaton.fragment import Fragment
 from fsmcompile.budget import Budget
+from fsmcompile.compile_memos import CompileMemos
 from fsmcompile.compiler import build_machine
 from fsmcompile.errors import BudgetExceededError
 from fsmcompile.frontend.json_schema import JsonOptions, schema_to_ir
 from fsmcompile.frontend.regex.parser import parse_regex
-from fsmcompile.memo import clear_stage_memos
 
 Construction = Callable[[Budget], Fragment]
 """One construction on fixed inputs, run against a budget."""
@@ -236,7 +236,8 @@ REFERENCE: dict[str, Callable[..., Fragment]] = {
 
 def _captured(monkeypatch: pytest.MonkeyPatch, build: Callable[[], object]) -> list[Any]:
     """The constructions `build` makes (name, inputs), each checked against the reference
-    as it is made, with the whole-tree memo cleared so that every one is made."""
+    as it is made, over fresh memos so that every one is made (and none made by the
+    checked constructions outlives the check)."""
     calls: list[Any] = []
 
     def checked(name: str) -> Callable[..., Fragment]:
@@ -253,8 +254,8 @@ def _captured(monkeypatch: pytest.MonkeyPatch, build: Callable[[], object]) -> l
     for name in ("product_union", "subset_concat", "subset_repeat"):
         monkeypatch.setattr(compose, name, checked(name))
     monkeypatch.setattr(subset, "_product_pair", checked("_product_pair"))
-    clear_stage_memos()
-    build()
+    with CompileMemos().active():
+        build()
     return calls
 
 
@@ -277,7 +278,6 @@ def real_calls() -> Iterator[list[Any]]:
                 ),
             )
         yield calls
-    clear_stage_memos()
 
 
 def test_real_specs_make_every_construction(real_calls: list[Any]) -> None:

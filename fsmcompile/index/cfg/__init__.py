@@ -6,11 +6,10 @@ runtime's parser picks masks from.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from fsmcompile.budget import check_deadline, compile_deadline
 from fsmcompile.frontend.identity import spec_hash
+from fsmcompile.frontend.lark.options import LarkOptions
+from fsmcompile.frontend.options import options_key
 from fsmcompile.grammar import load_lark_grammar
 from fsmcompile.index.cfg.build import build_grammar_index
 from fsmcompile.tables.grammar_index import GrammarIndex
@@ -23,7 +22,7 @@ def compile_lark_index(
     spec: str,
     vocab: Vocabulary,
     *,
-    options: Mapping[str, Any] | None = None,
+    options: LarkOptions | None = None,
     max_states: int = 200_000,
     deadline: float | None = None,
 ) -> GrammarIndex:
@@ -35,7 +34,7 @@ def compile_lark_index(
     Args:
         spec: the grammar source.
         vocab: the tokenizer.
-        options: `start` (start rule, default "start"), `strict` (lark's strict mode).
+        options: the start rule, lark's strict mode, `%import` folders (default: none).
         max_states: the largest lexer automaton allowed; also bounds lark's analysis
             (`analysis_size.py`).
         deadline: `time.monotonic()` value past which the compile stops.
@@ -45,14 +44,14 @@ def compile_lark_index(
         UnsupportedFeatureError: constructs no token mask can follow exactly (listed).
         BudgetExceededError: `max_states` or `deadline` exceeded.
     """
-    opts = dict(options or {})
+    opts = options if options is not None else LarkOptions()
     with compile_deadline(deadline):
         grammar = load_lark_grammar(spec, opts, max_states=max_states)
         check_deadline("loading the grammar")
         return build_grammar_index(
             grammar,
             vocab,
-            spec_hash=spec_hash("lark", spec, opts),
+            spec_hash=spec_hash("lark", spec, options_key(opts)),
             max_states=max_states,
             deadline=deadline,
         )
