@@ -1,4 +1,4 @@
-"""The integer LALR(1) builder (`spec/lark/lalr.py`) builds lark's tables.
+"""The integer LALR(1) builder (`fsmcompile/grammar/lalr.py`) builds lark's tables.
 
 Generated grammars are analysed by `lalr_states`, not lark's `LALR_Analyzer`; the masks
 are exact only if both give one parse table. Compared here on random grammars (empty

@@ -6,7 +6,7 @@ shifts into moved to another context that also starts with `-`. Every dash of a 
 then doubles the readings (2^(n-1) for n dashes: 0.3 s at 14, 2.7 s at 16, a 64-dash
 gpt2 token never ends). The walk holds at most `MAX_WALK_READINGS` readings a byte and
 refuses the token with a clear error past them; below the bound it lists exactly the
-readings of the plain Python definition (`grammar_walk.walk_bytes`).
+readings of the plain Python definition (`tables/lexer_walks.walk_bytes`).
 """
 
 from __future__ import annotations
