@@ -13,7 +13,7 @@ import logging
 import sys
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from fsmcompile.artifact import AnyIndex
 from fsmcompile.budget import Budget, compile_deadline
@@ -25,9 +25,12 @@ from fsmcompile.frontend.json_schema.options import JsonOptions
 from fsmcompile.frontend.lark.options import LarkOptions
 from fsmcompile.frontend.options import OptionsArg, SpecOptions, options_key, typed_options
 from fsmcompile.index.dfa.build import build_token_index
+from fsmcompile.index.dfa.lazy_rows import lazy_token_index
 from fsmcompile.ir.nodes import Node, content_key, forget_digests
 from fsmcompile.tables.byte_dfa import ByteDFA
 from fsmcompile.tables.lark_grammar import LarkGrammar
+from fsmcompile.tables.lazy_index import LazyTokenIndex
+from fsmcompile.tables.token_index import TokenIndex
 from fsmcompile.vocabulary import Vocabulary
 
 __all__ = [
@@ -35,9 +38,11 @@ __all__ = [
     "ROOT_RULE",
     "ProgressCallback",
     "build_machine",
+    "compile_lazy_uncached",
     "compile_uncached",
     "language_key",
     "lower_spec",
+    "run_budgeted",
 ]
 
 logger = logging.getLogger(__name__)
@@ -47,6 +52,7 @@ FALLBACK_DEPTH = 3
 """How deep recursive and free-form values nest when a schema's grammar cannot be lexed
 unambiguously and its rules are unrolled into a DFA instead."""
 ProgressCallback = Callable[[str], None]
+T = TypeVar("T")
 
 
 def lower_spec(
@@ -90,18 +96,32 @@ def compile_uncached(
         BudgetExceededError: past the deadline or `max_states`, or nested deeper than the
             recursion limit allows (limit="nesting").
     """
+    return run_budgeted(
+        timeout_s,
+        lambda deadline: _compile_stages(
+            kind,
+            spec,
+            vocab,
+            options,
+            deadline=deadline,
+            max_states=max_states,
+            progress=progress,
+        ),
+    )
+
+
+def run_budgeted(timeout_s: float, stages: Callable[[float], T]) -> T:
+    """`stages(deadline)` with the collector paused and the deadline `timeout_s` from now
+    current (`compile_deadline`): how every compile, eager or lazy, runs its stages.
+
+    Raises:
+        BudgetExceededError: the stages nest deeper than the recursion limit allows
+            (limit="nesting"), besides what `stages` raises.
+    """
     deadline = time.monotonic() + timeout_s
     try:
         with collector_paused(), compile_deadline(deadline):
-            return _compile_stages(
-                kind,
-                spec,
-                vocab,
-                options,
-                deadline=deadline,
-                max_states=max_states,
-                progress=progress,
-            )
+            return stages(deadline)
     except RecursionError:
         raise BudgetExceededError(
             "the spec nests too deeply to compile here (its tree is deeper than the Python "
@@ -136,6 +156,33 @@ def _compile_stages(
     if progress:
         progress("automaton")
     node, rules = lower_spec(kind, spec, options, deadline=deadline)
+    return _index_language(
+        kind,
+        spec,
+        node,
+        rules,
+        vocab,
+        options,
+        deadline=deadline,
+        max_states=max_states,
+        progress=progress,
+    )
+
+
+def _index_language(
+    kind: Kind,
+    spec: Any,
+    node: Node,
+    rules: dict[str, Node],
+    vocab: Vocabulary,
+    options: SpecOptions | None,
+    *,
+    deadline: float,
+    max_states: int,
+    progress: ProgressCallback | None,
+) -> AnyIndex:
+    """The index of a lowered spec: built once per language (`language_key`) in the
+    current memos, under this spec's hash."""
     nesting_limit = options.nesting_limit if isinstance(options, JsonOptions) else None
 
     def build() -> AnyIndex:
@@ -161,6 +208,78 @@ def _compile_stages(
     return dataclasses.replace(
         index, spec_hash=spec_hash(kind, spec, options_key(options)), vocabulary=vocab
     )
+
+
+def compile_lazy_uncached(
+    kind: Kind,
+    spec: Any,
+    vocab: Vocabulary,
+    options: SpecOptions | None,
+    *,
+    timeout_s: float,
+    max_states: int,
+    on_complete: Callable[[TokenIndex], None] | None = None,
+) -> LazyTokenIndex | AnyIndex:
+    """A `LazyTokenIndex` of a regex or regular JSON Schema: lowered and built into its
+    DFA now, each mask row made when a state is first visited; a spec that needs a
+    grammar is compiled eagerly as `compile_uncached` would (this step makes only DFA
+    rows lazy).
+
+    The lazy index's `complete()` builds the eager index through the language memo of the
+    memos current now, under a fresh `timeout_s`, and hands it to `on_complete` (the
+    compiler stores it in its cache, as an eager compile would).
+
+    Raises:
+        SpecError, BudgetExceededError: as `compile_uncached` (the index budget of a DFA
+            counts its states now, its walk on completion).
+    """
+    nesting_limit = options.nesting_limit if isinstance(options, JsonOptions) else None
+    memos = current_memos()
+
+    def stages(deadline: float) -> tuple[Node, dict[str, Node], ByteDFA] | AnyIndex:
+        node, rules = lower_spec(kind, spec, options, deadline=deadline)
+        if rules and nesting_limit is None:
+            return _index_language(
+                kind,
+                spec,
+                node,
+                rules,
+                vocab,
+                options,
+                deadline=deadline,
+                max_states=max_states,
+                progress=None,
+            )
+        dfa = build_machine(
+            node, rules, nesting_limit=nesting_limit, max_states=max_states, deadline=deadline
+        )
+        assert isinstance(dfa, ByteDFA)  # no rules, or rules unrolled: always a DFA
+        Budget(max_states, deadline).reserve(dfa.num_states, "the index")
+        return node, rules, dfa
+
+    built = run_budgeted(timeout_s, stages)
+    if not isinstance(built, tuple):
+        return built
+    node, rules, dfa = built
+    key = language_key(kind, node, rules, vocab, nesting_limit)
+    hashed = spec_hash(kind, spec, options_key(options))
+
+    def complete() -> TokenIndex:
+        def index(deadline: float) -> AnyIndex:
+            def build() -> AnyIndex:
+                return build_token_index(dfa, vocab, kind=kind, spec_hash="", deadline=deadline)
+
+            with memos.active():
+                return memos.indexes.get_or_make(key, build)
+
+        found = run_budgeted(timeout_s, index)
+        assert isinstance(found, TokenIndex)  # the language of a DFA indexes as one
+        full = dataclasses.replace(found, spec_hash=hashed, vocabulary=vocab)
+        if on_complete is not None:
+            on_complete(full)
+        return full
+
+    return lazy_token_index(dfa, vocab, kind=kind, spec_hash=hashed, complete=complete)
 
 
 def language_key(

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any, Literal, TypeAlias, overload
 
 from fsmcompile import artifact
 from fsmcompile.artifact import AnyIndex
@@ -36,6 +36,7 @@ from fsmcompile.compile_stages import (
     ROOT_RULE,
     ProgressCallback,
     build_machine,
+    compile_lazy_uncached,
     compile_uncached,
     language_key,
     lower_spec,
@@ -50,6 +51,7 @@ from fsmcompile.frontend.options import (
     options_key,
     typed_options,
 )
+from fsmcompile.tables.lazy_index import LazyTokenIndex
 from fsmcompile.version import FORMAT_VERSION
 from fsmcompile.vocabulary import Vocabulary
 
@@ -240,18 +242,85 @@ class Compiler:
         )
         return CompileResult(index, key, event.hit, event.tier, event.compile_s)
 
-    def compile_regex(self, pattern: str) -> Index:
+    def compile_lazy(
+        self, kind: Kind, spec: Any, *, options: SpecOptions | None = None
+    ) -> Index | LazyTokenIndex:
+        """Compile `spec` for its first mask: the cached full index when the cache holds
+        one, else, for a spec that compiles to a DFA, a `LazyTokenIndex` whose rows are
+        made as states are first visited (one vocabulary walk each, instead of the whole
+        index before the first token). Lark and grammar specs compile in full.
+
+        `index.complete()` (or `index.complete_in_background()`) builds the full index, bit for
+        bit what `compile_spec` builds, and stores it in this compiler's cache under the
+        key `compile_spec` reads, so the fleet compiles each spec once; a grammar spec's
+        index is stored at once.
+
+        Raises:
+            As `compile_spec`.
+        """
+        typed = typed_options(kind, options)
+        if kind == "lark":
+            return self.compile_spec(kind, spec, options=typed).index
+        key = index_cache_key(kind, spec, self.vocab, typed)
+        cache = self.cache
+        if cache is not None:
+            data = cache.get(key)
+            if data is not None:
+                return artifact.from_bytes(data, self.vocab, source=key)
+
+        def store(full: Index) -> None:
+            if cache is not None:
+                cache.put(key, artifact.to_bytes(full))
+
+        with self.memos.active():
+            made = compile_lazy_uncached(
+                kind,
+                spec,
+                self.vocab,
+                typed,
+                timeout_s=self.timeout_s,
+                max_states=self.max_states,
+                on_complete=store,
+            )
+        if not isinstance(made, LazyTokenIndex):
+            store(made)
+        return made
+
+    @overload
+    def compile_regex(self, pattern: str, *, lazy: Literal[False] = False) -> Index: ...
+    @overload
+    def compile_regex(self, pattern: str, *, lazy: bool) -> Index | LazyTokenIndex: ...
+    def compile_regex(self, pattern: str, *, lazy: bool = False) -> Index | LazyTokenIndex:
         """Compile a regex (Python `re` syntax, full match) into a token index.
+
+        Args:
+            lazy: return a `LazyTokenIndex` on a cache miss (see `compile_lazy`).
 
         Raises:
             RegexSyntaxError: the pattern does not parse (`.pos` points at the problem).
             UnsupportedFeatureError: backreferences, lookbehind and similar constructs.
             BudgetExceededError: as `compile_spec`.
         """
+        if lazy:
+            return self.compile_lazy("regex", pattern)
         return self.compile_spec("regex", pattern).index
 
-    def compile_json_schema(self, schema: Any, *, options: JsonOptions | None = None) -> Index:
+    @overload
+    def compile_json_schema(
+        self, schema: Any, *, options: JsonOptions | None = None, lazy: Literal[False] = False
+    ) -> Index: ...
+    @overload
+    def compile_json_schema(
+        self, schema: Any, *, options: JsonOptions | None = None, lazy: bool
+    ) -> Index | LazyTokenIndex: ...
+    def compile_json_schema(
+        self, schema: Any, *, options: JsonOptions | None = None, lazy: bool = False
+    ) -> Index | LazyTokenIndex:
         """Compile a JSON Schema (dict, JSON text, or a Pydantic model class).
+
+        Args:
+            lazy: return a `LazyTokenIndex` on a cache miss when the schema compiles to a
+                DFA (see `compile_lazy`).
 
         Raises:
             SchemaError: malformed or contradictory schema (`.pointer` says where).
@@ -260,6 +329,8 @@ class Compiler:
         """
         if hasattr(schema, "model_json_schema"):
             schema = schema.model_json_schema()
+        if lazy:
+            return self.compile_lazy("json", schema, options=options)
         return self.compile_spec("json", schema, options=options).index
 
     def compile_lark(self, grammar: str, *, options: LarkOptions | None = None) -> Index:

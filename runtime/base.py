@@ -19,6 +19,7 @@ import numpy.typing as npt
 
 from fsmcompile.tables.bits import unpack_row
 from fsmcompile.tables.grammar_index import GrammarIndex
+from fsmcompile.tables.lazy_index import LazyTokenIndex
 from fsmcompile.tables.token_index import TokenIndex
 from fsmcompile.types import StateId, TokenId
 
@@ -37,7 +38,7 @@ class TokenMatcher(Protocol):
     """What the engine adapters need from a matcher; every `Matcher` fits."""
 
     @property
-    def index(self) -> TokenIndex | GrammarIndex: ...
+    def index(self) -> TokenIndex | LazyTokenIndex | GrammarIndex: ...
 
     def advance(self, token_id: TokenId) -> bool: ...
 
@@ -86,13 +87,17 @@ class Matcher:
     _num_words: int
     _vocab_size: int
 
-    def __new__(cls, index: TokenIndex | GrammarIndex, *, tables: Any = None) -> Self:
+    def __new__(
+        cls, index: TokenIndex | LazyTokenIndex | GrammarIndex, *, tables: Any = None
+    ) -> Self:
         """The implementation for `index`'s kind (`Matcher(index)`), or `cls` itself."""
         if cls is Matcher:
             return cast("Self", object.__new__(_implementation_for(index)))
         return object.__new__(cls)
 
-    def __init__(self, index: TokenIndex | GrammarIndex, *, tables: Any = None) -> None:
+    def __init__(
+        self, index: TokenIndex | LazyTokenIndex | GrammarIndex, *, tables: Any = None
+    ) -> None:
         raise TypeError(f"Matcher cannot enforce a {type(index).__name__}")
 
     @classmethod
@@ -101,7 +106,7 @@ class Matcher:
         return False
 
     @property
-    def index(self) -> TokenIndex | GrammarIndex:
+    def index(self) -> TokenIndex | LazyTokenIndex | GrammarIndex:
         """The index this matcher enforces."""
         raise NotImplementedError
 

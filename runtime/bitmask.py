@@ -260,7 +260,7 @@ class DeviceMaskTable:
     def _upload(self, tables: IndexTables) -> MaskSegment:
         import torch
 
-        rows = np.stack(tables.mask_rows)  # empty masks already replaced by EOS-only
+        rows = np.stack(tables.all_mask_rows())  # empty masks already replaced by EOS-only
         width = rows.shape[1]
         if width < self.num_words:
             rows = np.pad(rows, ((0, 0), (0, self.num_words - width)))

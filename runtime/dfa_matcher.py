@@ -8,6 +8,7 @@ from collections.abc import Iterable
 import numpy as np
 import numpy.typing as npt
 
+from fsmcompile.tables.lazy_index import LazyTokenIndex
 from fsmcompile.tables.token_index import TokenIndex
 from fsmcompile.types import DEAD, StateId, TokenId
 
@@ -29,14 +30,18 @@ class DfaMatcher(Matcher):
 
     @classmethod
     def serves(cls, index: object) -> bool:
-        """A `TokenIndex`, or what quacks like one (a `state_mask` per state)."""
-        return isinstance(index, TokenIndex) or hasattr(index, "state_mask")
+        """A `TokenIndex` or `LazyTokenIndex`, or what quacks like one (a `state_mask`
+        per state)."""
+        return isinstance(index, TokenIndex | LazyTokenIndex) or hasattr(index, "state_mask")
 
-    def __init__(self, index: TokenIndex, *, tables: IndexTables | None = None) -> None:
+    def __init__(
+        self, index: TokenIndex | LazyTokenIndex, *, tables: IndexTables | None = None
+    ) -> None:
         """Start at the index's start state.
 
         Args:
-            index: the compiled `TokenIndex` to enforce.
+            index: the compiled `TokenIndex` to enforce, or a `LazyTokenIndex` (rows are
+                made as the matcher first reaches their states).
             tables: shared lookup tables; by default those cached for `index`.
         """
         self._index = index
@@ -49,7 +54,7 @@ class DfaMatcher(Matcher):
         self._stride = self._tables._stride
 
     @property
-    def index(self) -> TokenIndex:
+    def index(self) -> TokenIndex | LazyTokenIndex:
         """The index this matcher enforces."""
         return self._index
 

@@ -3,7 +3,8 @@
 A regex or non-recursive JSON Schema index is a DFA with one static mask per state; what
 the runtime adds is the per-(state, token) steps, the forced text of a state and the mask
 rows as arrays, all cached here (`tables_for`) so the first request of an index pays for
-the walks and the rest look them up.
+the walks and the rest look them up. A `LazyTokenIndex` gets `LazyIndexTables`: the same
+lookups, with a state's row asked of the index the first time a matcher needs it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy.typing as npt
 from fsmcompile.memo import StageMemo
 from fsmcompile.tables.bits import bitmask_words, set_bits
 from fsmcompile.tables.int_columns import int_column
+from fsmcompile.tables.lazy_index import LazyTokenIndex
 from fsmcompile.types import DEAD, StateId, TokenId
 
 from ._native import DfaWalk
@@ -26,6 +28,9 @@ if TYPE_CHECKING:
     from fsmcompile.tables.token_index import TokenIndex
 
 _TABLES_CACHE_SIZE = 32
+
+MaskRows = list[npt.NDArray[np.int32]] | dict[int, npt.NDArray[np.int32]]
+"""The rows by mask id: a list when every row is known, a dict filled on demand when not."""
 
 
 class IndexTables:
@@ -61,12 +66,28 @@ class IndexTables:
         "_byte_of_class",
     )
 
+    index: TokenIndex | LazyTokenIndex
+    mask_rows: MaskRows
+
     def __init__(self, index: TokenIndex) -> None:
-        vocabulary = index.vocabulary
         masks = np.ascontiguousarray(index.masks, dtype=np.int32)
+        self._set_common(index, int(masks.shape[1]))
+        self.state_mask = int_column(index.state_mask)
+        # A state whose mask is empty (the vocabulary cannot spell any continuation) gets
+        # the EOS-only row: an all -inf logits row would turn sampling into NaNs. The
+        # matcher still rejects that EOS, so the engine sees a flagged, ended request.
+        nonempty: list[bool] = np.any(masks, axis=1).astype(bool).tolist()
+        self.mask_rows = [masks[m] if nonempty[m] else self.eos_row for m in range(masks.shape[0])]
+        self._masks = masks
+        self._steps = self._dfa_walk(index.state_mask, masks)
+
+    def _set_common(self, index: TokenIndex | LazyTokenIndex, num_words: int) -> None:
+        """What the tables of either DFA index type hold alike: the vocabulary's terms,
+        the automaton's rows and the per-(state, token) caches."""
+        vocabulary = index.vocabulary
         self.index = index
         self.vocab_size = int(vocabulary.size)
-        self.num_words = int(masks.shape[1])
+        self.num_words = num_words
         if self.num_words < bitmask_words(self.vocab_size):
             raise ValueError(
                 f"index masks have {self.num_words} words per row; vocabulary size "
@@ -83,37 +104,37 @@ class IndexTables:
         # Integer columns, not lists: as many items as DFA states, none of which the
         # garbage collector visits (`int_column`).
         self.accepting = int_column(dfa.accepting)
-        self.state_mask = int_column(index.state_mask)
-        # A state whose mask is empty (the vocabulary cannot spell any continuation) gets
-        # the EOS-only row: an all -inf logits row would turn sampling into NaNs. The
-        # matcher still rejects that EOS, so the engine sees a flagged, ended request.
-        nonempty: list[bool] = np.any(masks, axis=1).astype(bool).tolist()
-        self.mask_rows: list[npt.NDArray[np.int32]] = [
-            masks[m] if nonempty[m] else self.eos_row for m in range(masks.shape[0])
-        ]
-        self._masks = masks
         self._transitions = dfa.transitions
         self._rows: dict[StateId, list[int]] = {}
-        # A new (state, token) step is walked in C, through the vocabulary's flat bytes.
-        text_bytes, text_start = vocabulary.text_spans
-        self._steps = DfaWalk(
-            (
-                np.ascontiguousarray(dfa.transitions, dtype=np.int32).reshape(-1),
-                np.ascontiguousarray(dfa.class_of_byte, dtype=np.int32),
-                np.frombuffer(text_bytes, dtype=np.uint8),
-                text_start,
-                np.ascontiguousarray(index.state_mask, dtype=np.int32),
-                masks.reshape(-1),
-            ),
-            int(dfa.num_classes),
-            self.num_words,
-        )
         self._next: dict[int, StateId] = {}
         self._stride = self.vocab_size + 1
         self._forced: dict[StateId, tuple[bytes, StateId]] = {}
         self._forced_ids: dict[StateId, tuple[TokenId, ...]] = {}
         self._live_bytes: dict[StateId, int] = {}
         self._class_sizes, self._byte_of_class = byte_classes(dfa.class_of_byte, dfa.num_classes)
+
+    def _dfa_walk(self, state_mask: npt.NDArray[np.int32], masks: npt.NDArray[np.int32]) -> DfaWalk:
+        """The C walk of new (state, token) steps, through the vocabulary's flat bytes;
+        a token whose bit is clear in its state's row of `masks` is refused unwalked."""
+        dfa = self.index.dfa
+        text_bytes, text_start = self.index.vocabulary.text_spans
+        return DfaWalk(
+            (
+                np.ascontiguousarray(dfa.transitions, dtype=np.int32).reshape(-1),
+                np.ascontiguousarray(dfa.class_of_byte, dtype=np.int32),
+                np.frombuffer(text_bytes, dtype=np.uint8),
+                text_start,
+                np.ascontiguousarray(state_mask, dtype=np.int32),
+                np.ascontiguousarray(masks, dtype=np.int32).reshape(-1),
+            ),
+            int(dfa.num_classes),
+            self.num_words,
+        )
+
+    def all_mask_rows(self) -> list[npt.NDArray[np.int32]]:
+        """Every row, in mask id order (what a device table uploads)."""
+        rows = self.mask_rows
+        return [rows[m] for m in range(len(rows))]
 
     def row_of_state(self, state: StateId) -> npt.NDArray[np.int32]:
         """The int32[W] mask row for `state` (EOS-only once terminated)."""
@@ -195,15 +216,71 @@ class IndexTables:
         return ids
 
 
+class LazyRows(dict[int, npt.NDArray[np.int32]]):
+    """State → mask row, each asked of the `LazyTokenIndex` on its first lookup.
+
+    A dict for the hot path's sake: a hit is the plain dict lookup the eager list's is,
+    and only a miss runs Python (`__missing__`). Two threads missing one state both ask
+    the index, which hands both the same row.
+    """
+
+    __slots__ = ("_index", "_eos_row")
+
+    def __init__(self, index: LazyTokenIndex, eos_row: npt.NDArray[np.int32]) -> None:
+        super().__init__()
+        self._index = index
+        self._eos_row = eos_row
+
+    def __missing__(self, state: int) -> npt.NDArray[np.int32]:
+        row = self._index.mask_row(state)
+        # As the eager tables do: an empty row serves EOS only (see `IndexTables`).
+        if not row.any():
+            row = self._eos_row
+        self[state] = row
+        return row
+
+
+class LazyIndexTables(IndexTables):
+    """The tables of a `LazyTokenIndex`: each state is its own mask id, and its row is
+    made on the first lookup (`LazyRows`)."""
+
+    __slots__ = ()
+
+    def __init__(self, index: LazyTokenIndex) -> None:
+        self._set_common(index, bitmask_words(index.vocab_size))
+        num_states = index.num_states
+        self.state_mask = int_column(np.arange(num_states, dtype=np.int64))
+        self.mask_rows = LazyRows(index, self.eos_row)
+        # The C step refuses a token whose bit is clear in its state's row. With no rows
+        # yet, every state reads one row of every text token: a text token is in a
+        # state's mask exactly when its walk stays alive, which the C step then decides,
+        # and ids without text (special tokens) are refused as the eager row refuses them.
+        text = np.zeros((1, self.num_words), dtype=np.int32)
+        set_bits(text[0], index.vocabulary.trie.token_ids)
+        self._masks = text
+        self._steps = self._dfa_walk(np.zeros(num_states, dtype=np.int32), text)
+
+    def all_mask_rows(self) -> list[npt.NDArray[np.int32]]:
+        """Every state's row, in state order (made now where not yet made)."""
+        rows = self.mask_rows
+        return [rows[state] for state in range(self.index.num_states)]
+
+
 _tables_cache: StageMemo[tuple[object, ...], IndexTables] = StageMemo(_TABLES_CACHE_SIZE)
 
 
-def tables_for(index: TokenIndex) -> IndexTables:
+def tables_for(index: TokenIndex | LazyTokenIndex) -> IndexTables:
     """The shared `IndexTables` of `index` (LRU of 32, keyed by `tables_key`)."""
-    return _tables_cache.get_or_make(tables_key(index), lambda: IndexTables(index))
+
+    def make() -> IndexTables:
+        if isinstance(index, LazyTokenIndex):
+            return LazyIndexTables(index)
+        return IndexTables(index)
+
+    return _tables_cache.get_or_make(tables_key(index), make)
 
 
-def tables_key(index: TokenIndex | GrammarIndex) -> tuple[object, ...]:
+def tables_key(index: TokenIndex | LazyTokenIndex | GrammarIndex) -> tuple[object, ...]:
     """What an index's runtime tables are made of: its vocabulary's content and the
     identity of its other parts, all but the spec hash and kind.
 

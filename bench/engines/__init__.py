@@ -16,6 +16,7 @@ from .base import Engine
 #: name → (adapter module, the import name of the engine's package)
 ENGINES: dict[str, tuple[str, str]] = {
     "fsmcompile": ("bench.engines.fsmcompile_engine", "fsmcompile"),
+    "fsmcompile-lazy": ("bench.engines.fsmcompile_lazy_engine", "fsmcompile"),
     "xgrammar": ("bench.engines.xgrammar_engine", "xgrammar"),
     "outlines": ("bench.engines.outlines_engine", "outlines_core"),
     "llguidance": ("bench.engines.llguidance_engine", "llguidance"),

@@ -86,12 +86,16 @@ class FsmcompileEngine(Engine):
             from fsmcompile.frontend.options import typed_options
 
             options = typed_options(case["kind"], self.options if case["kind"] == "json" else None)
-            result = self.compiler.compile_spec(case["kind"], case["spec"], options=options)
+            index = self._compile_index(case["kind"], case["spec"], options)
         except (ImportError, NotImplementedError, UnsupportedFeatureError) as exc:
             raise Unsupported(f"{type(exc).__name__}: {exc}") from exc
         except BudgetExceededError as exc:
             raise CompileFailed(f"budget: {exc}") from exc
-        return result.index
+        return index
+
+    def _compile_index(self, kind: str, spec: Any, options: Any) -> Any:
+        """The index a request starts from: the full index, compiled now."""
+        return self.compiler.compile_spec(kind, spec, options=options).index
 
     def start(self, handle: Any) -> Session:
         try:

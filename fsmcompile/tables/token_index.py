@@ -68,15 +68,22 @@ class TokenIndex:
 
         EOS and special ids have no bytes: they are DEAD here; callers handle EOS.
         """
-        key = (state << 32) | token_id
-        cached = self._next.get(key)
-        if cached is not None:
-            return cached
-        vocab = self.vocabulary
-        if not 0 <= token_id < len(vocab.token_bytes) or token_id in vocab.special_token_ids:
-            result = DEAD
-        else:
-            data = vocab.token_bytes[token_id]
-            result = self.dfa.walk(data, state) if data else DEAD
-        self._next[key] = result
-        return result
+        return token_step(self.dfa, self.vocabulary, self._next, state, token_id)
+
+
+def token_step(
+    dfa: ByteDFA, vocab: Vocabulary, memo: dict[int, int], state: StateId, token_id: TokenId
+) -> StateId:
+    """The state after `token_id`'s bytes from `state`, or DEAD, memoized in `memo`:
+    the one definition of a token step both DFA index types answer with."""
+    key = (state << 32) | token_id
+    cached = memo.get(key)
+    if cached is not None:
+        return cached
+    if not 0 <= token_id < len(vocab.token_bytes) or token_id in vocab.special_token_ids:
+        result = DEAD
+    else:
+        data = vocab.token_bytes[token_id]
+        result = dfa.walk(data, state) if data else DEAD
+    memo[key] = result
+    return result

@@ -1,0 +1,156 @@
+"""A DFA token index whose mask rows are computed on first visit: a new spec masks its
+first token after one walk of the vocabulary from the start state, not from every state.
+
+The compiler builds the automaton as usual and hands its index layer's row source
+(`fsmcompile.index.dfa.lazy_rows`) to this type; the runtime only reads rows, so it loads a
+`LazyTokenIndex` as it loads a `TokenIndex` and never imports the compiler. The eager
+`TokenIndex` stays the definition of every row: `complete()` builds it through the same
+builder, and a row asked for after completion is read from it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from fsmcompile.errors import FsmcompileError
+from fsmcompile.tables.bits import is_bit_set, unpack_row
+from fsmcompile.tables.byte_dfa import ByteDFA
+from fsmcompile.tables.token_index import TokenIndex, token_step
+from fsmcompile.types import StateId, TokenId
+from fsmcompile.vocabulary import Vocabulary
+
+logger = logging.getLogger(__name__)
+
+RowSource = Callable[[StateId], npt.NDArray[np.int32]]
+"""The int32[ceil(V/32)] mask row of one state, EOS bits included, as the eager index
+would hold it."""
+
+Completer = Callable[[], TokenIndex]
+"""Builds the eager index of the same automaton and spec (and stores it where it goes)."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class LazyTokenIndex:
+    """A `TokenIndex` whose rows are made when a state is first asked for its mask.
+
+    Safe to share between threads: rows are computed outside the lock (two threads may
+    both walk one new state; the first row stored wins, and both are equal), and
+    completion runs once.
+
+    Attributes:
+        dfa: the byte automaton; state 0 is the start.
+        vocabulary: the tokenizer the rows are made for.
+        kind: 'regex' or 'json'.
+        spec_hash: sha256 of the canonical spec and options.
+        row_source: computes one state's row (`RowSource`).
+        completer: builds the full eager index, or None where none can be built.
+    """
+
+    dfa: ByteDFA
+    vocabulary: Vocabulary
+    kind: str
+    spec_hash: str
+    row_source: RowSource = field(repr=False)
+    completer: Completer | None = field(default=None, repr=False)
+    _rows: dict[StateId, npt.NDArray[np.int32]] = field(default_factory=dict, repr=False)
+    _complete: list[TokenIndex] = field(default_factory=list, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # Apart from the row lock: a completion takes seconds, and rows keep being served.
+    _completing: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _next: dict[int, int] = field(default_factory=dict, repr=False)
+
+    @property
+    def num_states(self) -> int:
+        return self.dfa.num_states
+
+    @property
+    def vocab_size(self) -> int:
+        return self.vocabulary.size
+
+    @property
+    def num_rows_made(self) -> int:
+        """How many states have a row so far (all of them once complete)."""
+        return self.num_states if self._complete else len(self._rows)
+
+    @property
+    def completed(self) -> TokenIndex | None:
+        """The eager index once `complete()` has built it, else None."""
+        return self._complete[0] if self._complete else None
+
+    def mask_row(self, state: StateId) -> npt.NDArray[np.int32]:
+        """int32[W], the packed allowed tokens of `state`, EOS included (do not write to it).
+
+        Raises:
+            IndexError: `state` is no state of the automaton.
+        """
+        row = self._rows.get(state)
+        if row is not None:
+            return row
+        if not 0 <= state < self.num_states:
+            raise IndexError(f"no state {state}: the automaton has {self.num_states}")
+        if self._complete:
+            row = self._complete[0].mask_row(state)
+        else:
+            row = self.row_source(state)
+            row.setflags(write=False)
+        with self._lock:
+            return self._rows.setdefault(state, row)
+
+    def is_allowed(self, state: StateId, token_id: TokenId) -> bool:
+        """Whether `token_id` may be sampled in `state` (EOS included)."""
+        return 0 <= token_id < self.vocab_size and is_bit_set(self.mask_row(state), token_id)
+
+    def allowed_token_ids(self, state: StateId) -> npt.NDArray[np.int64]:
+        """Sorted ids allowed in `state`."""
+        return np.flatnonzero(unpack_row(self.mask_row(state), self.vocab_size))
+
+    def is_accepting(self, state: StateId) -> bool:
+        """Whether the text so far is complete (EOS allowed)."""
+        return bool(self.dfa.accepting[state])
+
+    def next_state(self, state: StateId, token_id: TokenId) -> StateId:
+        """The state after `token_id`'s bytes, or DEAD (as `TokenIndex.next_state`)."""
+        return token_step(self.dfa, self.vocabulary, self._next, state, token_id)
+
+    def complete(self) -> TokenIndex:
+        """The full eager index of this spec, built once (later calls return it).
+
+        Rows asked for afterwards are read from it; rows made before stay (they are
+        equal to its rows, which is what the exactness tests hold the row source to).
+
+        Raises:
+            ValueError: the index was made without a completer.
+            BudgetExceededError: the completer's budget ran out (a later call retries).
+        """
+        if self._complete:
+            return self._complete[0]
+        if self.completer is None:
+            raise ValueError("this lazy index has no completer: it cannot build its full index")
+        with self._completing:
+            if not self._complete:
+                self._complete.append(self.completer())
+        return self._complete[0]
+
+    def complete_in_background(self) -> threading.Thread:
+        """Start a daemon thread that runs `complete()`. A completion that fails (its
+        budget ran out) is logged, and the index goes on making rows on demand.
+
+        The vocabulary walks of a completion hold the GIL for up to tens of milliseconds
+        at a time, so a serving thread's mask may wait that long while one runs.
+        """
+
+        def run() -> None:
+            try:
+                self.complete()
+            except FsmcompileError as exc:
+                logger.warning("completing a lazy index failed: %s", exc)
+
+        thread = threading.Thread(target=run, name="fsmcompile-complete", daemon=True)
+        thread.start()
+        return thread
