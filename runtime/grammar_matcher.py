@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from fsmcompile._native import write_row
 from fsmcompile.errors import ArtifactCorruptError
 from fsmcompile.types import TokenId
 
-from ._native import write_row
 from .grammar_tables import Config, GrammarTables, grammar_tables_for
 from .matcher import Matcher
 

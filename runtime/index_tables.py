@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from fsmcompile._native import DfaWalk
 from fsmcompile.memo import StageMemo
 from fsmcompile.tables.bits import bitmask_words, set_bits
 from fsmcompile.tables.int_columns import int_column
 from fsmcompile.types import DEAD, StateId, TokenId
 
-from ._native import DfaWalk
 from .jump_forward import FORCED_MAX_BYTES, accepted_prefix, byte_classes, forced_encoding
 
 if TYPE_CHECKING:
@@ -97,16 +97,14 @@ class IndexTables:
         # A new (state, token) step is walked in C, through the vocabulary's flat bytes.
         text_bytes, text_start = vocabulary.text_spans
         self._steps = DfaWalk(
-            (
-                np.ascontiguousarray(dfa.transitions, dtype=np.int32).reshape(-1),
-                np.ascontiguousarray(dfa.class_of_byte, dtype=np.int32),
-                np.frombuffer(text_bytes, dtype=np.uint8),
-                text_start,
-                np.ascontiguousarray(index.state_mask, dtype=np.int32),
-                masks.reshape(-1),
-            ),
-            int(dfa.num_classes),
-            self.num_words,
+            transitions=np.ascontiguousarray(dfa.transitions, dtype=np.int32).reshape(-1),
+            class_of_byte=np.ascontiguousarray(dfa.class_of_byte, dtype=np.int32),
+            text_bytes=np.frombuffer(text_bytes, dtype=np.uint8),
+            text_start=text_start,
+            state_mask=np.ascontiguousarray(index.state_mask, dtype=np.int32),
+            masks=masks.reshape(-1),
+            num_classes=int(dfa.num_classes),
+            num_words=self.num_words,
         )
         self._next: dict[int, StateId] = {}
         self._stride = self.vocab_size + 1

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 import numpy as np
 import numpy.typing as npt
 
+from fsmcompile._native import write_row
 from fsmcompile.tables.bits import unpack_row
 from fsmcompile.types import DEAD, StateId, TokenId
 
-from ._native import write_row
 from .index_tables import IndexTables, tables_for, tables_key
 
 if TYPE_CHECKING:

@@ -26,10 +26,10 @@ from functools import partial
 import numpy as np
 import numpy.typing as npt
 
+from fsmcompile import _native
 from fsmcompile.automaton.fragment import sorted_unique, unique_rows
 from fsmcompile.automaton.utf8 import utf8_sequences
 from fsmcompile.errors import BudgetExceededError, UnsupportedFeatureError
-from fsmcompile.index.cfg import _lexer
 from fsmcompile.index.edge_rounds import EdgeRounds
 from fsmcompile.ir.nodes import (
     Alt,
@@ -708,7 +708,7 @@ def _build_lexer_from_dfas(
     terminal's start, which may not end a lexeme before a byte. States are interned and
     visited in the order `_build_lexer` visits them, so both give the same automaton.
 
-    The state loop runs in C (`_lexer.c`; in Python it took 200-290 ms of a 2 s
+    The state loop runs in C (`native/lexer.c`; in Python it took 200-290 ms of a 2 s
     WashingtonPost compile); Python prepares the threads (`_Threads`) and raises what
     the walk stopped for.
     """
@@ -725,7 +725,7 @@ def _build_lexer_from_dfas(
     threads = _Threads.of(automata, item_moves, class_byte)
     ctx_entries = [threads.entry[t] for context in grammar.contexts for t in context.terminals]
     ctx_ptr = np.cumsum([0, *(len(context.terminals) for context in grammar.contexts)])
-    stop, result = _lexer.build_lexer(
+    stop, result = _native.build_lexer(
         threads.moves,
         threads.accepting,
         threads.term_of,
@@ -771,7 +771,7 @@ def _build_lexer_from_dfas(
     )
 
 
-# How the C walk stopped (`_lexer.c`): the error the Python raised there.
+# How the C walk stopped (`native/lexer.c`): the error the Python raised there.
 _STOP_STATES, _STOP_DEADLINE, _STOP_SHARED = 1, 2, 3
 
 
