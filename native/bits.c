@@ -1,4 +1,4 @@
-/* Token ids into packed bitmask rows (`fsmcompile.tables._bits`): bit t % 32 of int32 word
+/* Token ids into packed bitmask rows (`set_token_*`): bit t % 32 of int32 word
  * t / 32, the layout of `bits.py`; and one 64-bit hash per row, to group equal rows.
  *
  * A grammar index packs its dense token groups (most of a string interior, ~120k tokens

@@ -44,10 +44,6 @@ static PyObject *DfaWalk_new(PyTypeObject *type, PyObject *args, PyObject *kwarg
     if (take_named_int(kwargs, "num_classes", &num_classes, "DfaWalk") < 0 ||
         take_named_int(kwargs, "num_words", &num_words, "DfaWalk") < 0)
         return NULL;
-    if (PyDict_GET_SIZE(kwargs) != NUM_DFA_BUFFERS + 2) {
-        PyErr_SetString(PyExc_TypeError, "DfaWalk: unexpected keyword arguments");
-        return NULL;
-    }
     if (num_classes < 1 || num_words < 0) {
         PyErr_SetString(PyExc_ValueError, "DfaWalk: num_classes must be positive, num_words "
                                           "not negative");
@@ -58,6 +54,10 @@ static PyObject *DfaWalk_new(PyTypeObject *type, PyObject *args, PyObject *kwarg
     if (take_named_vectors(kwargs, dfa_tables, NUM_DFA_BUFFERS, self->buffers, &self->held,
                            "DfaWalk") < 0)
         goto fail;
+    if (PyDict_GET_SIZE(kwargs) != NUM_DFA_BUFFERS + 2) { /* every name taken: the rest extra */
+        PyErr_SetString(PyExc_TypeError, "DfaWalk: unexpected keyword arguments");
+        goto fail;
+    }
     Py_ssize_t cells = self->buffers[D_TRANSITIONS].len / 4;
     self->num_classes = num_classes;
     self->num_words = num_words;

@@ -1,4 +1,4 @@
-/* The LALR(1) analysis of `lalr.py` on integers (`fsmcompile.grammar._lalr`): LR(0) item
+/* The LALR(1) analysis of `lalr.py` on integers (`lalr_*`): LR(0) item
  * sets and DeRemer-Pennello lookaheads, as lark's `LALR_Analyzer` computes them.
  *
  * A WashingtonPost schema's grammar (2,300 rules, 5,000 states, ~27k nonterminal
@@ -9,10 +9,10 @@
  *
  * The results are the Python's, order included, since lark's tables, state numbers and
  * conflict messages follow from them:
- * - `lr0`: states numbered breadth-first from the root kernel; a state's transitions in
+ * - `lalr_lr0`: states numbered breadth-first from the root kernel; a state's transitions in
  *   the order their symbols first follow a dot in its sorted items (new states are
  *   numbered in that order);
- * - `lookaheads`: a relation node per nonterminal transition, the root's first, the rest
+ * - `lalr_lookaheads`: a relation node per nonterminal transition, the root's first, the rest
  *   in the order a scan of the states' sorted items meets them; lark's `digraph` with its
  *   set sharing: a node's set is a cell, the members of a strongly connected part end up
  *   sharing the root's cell, and the second digraph (includes) starts from the first's

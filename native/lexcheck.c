@@ -1,4 +1,4 @@
-/* The lexing check's product searches (`fsmcompile.grammar._lexcheck`): whether lexing
+/* The lexing check's product searches (`_native.lexing_conflict`): whether lexing
  * terminal a then a follower is ambiguous with lexing terminal b (`_check_contexts` in
  * `from_rules.py`), with a witness text.
  *

@@ -1,4 +1,4 @@
-/* The subset construction of a generated grammar's lexer (`fsmcompile.index.cfg._lexer`).
+/* The subset construction of a generated grammar's lexer (`_native.build_lexer`).
  *
  * `grammar_lexer._build_lexer_from_dfas` builds the lexer DFA over (terminal, automaton
  * state) threads: a lexer state is a priority-ordered tuple of thread codes, cut after the

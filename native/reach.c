@@ -1,4 +1,4 @@
-/* Reachability in a transition table (`fsmcompile.automaton._reach`): the trims every
+/* Reachability in a transition table (`_native.mark_reached`, `bfs_order`): the trims every
  * automaton construction ends with, and the breadth-first numbering of a finished DFA.
  *
  * Forward from the start (reachable) and backward from the accepting states

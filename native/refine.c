@@ -1,4 +1,4 @@
-/* Hopcroft's partition refinement for DFA minimization (`fsmcompile.automaton._refine`).
+/* Hopcroft's partition refinement for DFA minimization (`_native.refine_partition`).
  *
  * Minimizing a terminal's or a schema's automaton is a large part of a compile: in Python
  * it took passes matched to each automaton's shape (hash-consing chains, numpy Moore
