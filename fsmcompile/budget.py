@@ -4,7 +4,7 @@ A spec such as `(a|b){0,100000}` inside an intersection can ask for billions of 
 Constructions call `reserve` with the size they are about to allocate (before the numpy
 array exists) and `tick` inside their state loops, so an explosive spec ends in a
 `BudgetExceededError` within milliseconds of the limit instead of a hang or an OOM. The C
-walks of `_subset.c` check the same limits themselves and, where one stops, the same call
+walks of `native/subset.c` check the same limits themselves and, where one stops, the same call
 is made for it.
 """
 
@@ -63,7 +63,7 @@ class Budget:
             )
 
     def set_members_left(self) -> int:
-        """How many more members `reserve_set` allows: the C walks (`_subset.c`) count
+        """How many more members `reserve_set` allows: the C walks (`native/subset.c`) count
         against this and then report their total in one `reserve_set` call."""
         return _SET_FACTOR * self.max_states - self._set_members
 
@@ -82,7 +82,7 @@ class Budget:
                 )
 
     def tick(self) -> None:
-        """Cheap periodic deadline check for state loops (`_subset.c` reads the clock as
+        """Cheap periodic deadline check for state loops (`native/subset.c` reads the clock as
         often: every 64th state walked)."""
         self._ticks += 1
         if self._ticks >= _TICK_EVERY:

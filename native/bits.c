@@ -1,4 +1,4 @@
-/* Token ids into packed bitmask rows (`fsmcompile.tables._bits`): bit t % 32 of int32 word
+/* Token ids into packed bitmask rows (`set_token_*`): bit t % 32 of int32 word
  * t / 32, the layout of `bits.py`; and one 64-bit hash per row, to group equal rows.
  *
  * A grammar index packs its dense token groups (most of a string interior, ~120k tokens
@@ -7,7 +7,7 @@
  * per group, about a tenth of a typical schema's compile. Here each id is one OR.
  * Only the Python C API is used: arrays come in through the buffer protocol.
  */
-#include "kernel.h"
+#include "module.h"
 #include <stdint.h>
 #include <string.h>
 
@@ -209,12 +209,4 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT,
-    .m_name = "_bits",
-    .m_doc = "Token ids into packed bitmask rows; row hashes.",
-    .m_size = -1,
-    .m_methods = methods,
-};
-
-PyMODINIT_FUNC PyInit__bits(void) { return PyModule_Create(&module); }
+int add_bits(PyObject *module) { return PyModule_AddFunctions(module, methods); }

@@ -1,4 +1,4 @@
-/* The lexing check's product searches (`fsmcompile.grammar._lexcheck`): whether lexing
+/* The lexing check's product searches (`_native.lexing_conflict`): whether lexing
  * terminal a then a follower is ambiguous with lexing terminal b (`_check_contexts` in
  * `from_rules.py`), with a witness text.
  *
@@ -17,7 +17,7 @@
  * Only the Python C API is used: automata come in through the buffer protocol as
  * (transitions int32[S, C], class_of_byte int32[256], accepting bool[S]).
  */
-#include "kernel.h"
+#include "module.h"
 #include <stdint.h>
 #include <string.h>
 
@@ -358,12 +358,4 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT,
-    .m_name = "_lexcheck",
-    .m_doc = "The lexing check's product searches over byte automata.",
-    .m_size = -1,
-    .m_methods = methods,
-};
-
-PyMODINIT_FUNC PyInit__lexcheck(void) { return PyModule_Create(&module); }
+int add_lexcheck(PyObject *module) { return PyModule_AddFunctions(module, methods); }

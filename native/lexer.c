@@ -1,4 +1,4 @@
-/* The subset construction of a generated grammar's lexer (`fsmcompile.index.cfg._lexer`).
+/* The subset construction of a generated grammar's lexer (`_native.build_lexer`).
  *
  * `grammar_lexer._build_lexer_from_dfas` builds the lexer DFA over (terminal, automaton
  * state) threads: a lexer state is a priority-ordered tuple of thread codes, cut after the
@@ -19,7 +19,7 @@
  *
  * Only the Python C API is used: arrays come in through the buffer protocol.
  */
-#include "kernel.h"
+#include "module.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -30,12 +30,6 @@
 
 enum { STOP_NONE = 0, STOP_STATES = 1, STOP_DEADLINE = 2, STOP_SHARED = 3 };
 enum { INTERN_STOP = -2, INTERN_NOMEM = -3 };
-
-static double monotonic_s(void) {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now); /* what time.monotonic() reads on Linux */
-    return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
-}
 
 /* ---- growable arrays ---------------------------------------------------------------------- */
 
@@ -274,7 +268,7 @@ static int run(Walk *w, const int32_t *ctx_ptr, const int32_t *ctx_entries, Py_s
         w->is_start[start] = 1;
         while (w->num_pending) {
             int32_t sid = w->pending[--w->num_pending];
-            if (timed && monotonic_s() > w->deadline) {
+            if (timed && kernel_monotonic_s() > w->deadline) {
                 w->stop = STOP_DEADLINE;
                 return 0;
             }
@@ -340,55 +334,6 @@ static int run(Walk *w, const int32_t *ctx_ptr, const int32_t *ctx_entries, Py_s
 
 /* ---- arguments --------------------------------------------------------------------------- */
 
-typedef struct {
-    Py_buffer view;
-    int held;
-    Py_ssize_t n, width;
-} Arg;
-
-/* Take a C-contiguous int32 array of `ndim` dimensions whose entries lie in [lo, hi). */
-static int take_int32(PyObject *obj, Arg *a, int ndim, int64_t lo, int64_t hi, const char *what) {
-    if (PyObject_GetBuffer(obj, &a->view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_ND) < 0)
-        return -1;
-    a->held = 1;
-    if (a->view.ndim != ndim || !kernel_is_int(&a->view, 4)) {
-        PyErr_Format(PyExc_ValueError, "%s must be a C-contiguous int32 array of %d dimensions",
-                     what, ndim);
-        return -1;
-    }
-    a->n = a->view.shape[0];
-    a->width = ndim == 2 ? a->view.shape[1] : 1;
-    if (a->n >= MAX_HARD || a->width >= MAX_HARD) {
-        PyErr_Format(PyExc_ValueError, "%s is too large", what);
-        return -1;
-    }
-    const int32_t *v = a->view.buf;
-    for (Py_ssize_t i = 0; i < a->n * a->width; i++) {
-        if (v[i] < lo || v[i] >= hi) {
-            PyErr_Format(PyExc_ValueError, "%s holds %d, outside [%lld, %lld)", what, (int)v[i],
-                         (long long)lo, (long long)hi);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-/* Take one-byte flags, `n` of them. */
-static int take_flags(PyObject *obj, Arg *a, Py_ssize_t n, const char *what) {
-    if (PyObject_GetBuffer(obj, &a->view, PyBUF_C_CONTIGUOUS) < 0) return -1;
-    a->held = 1;
-    a->n = a->view.len;
-    if (a->view.itemsize != 1 || a->n != n) {
-        PyErr_Format(PyExc_ValueError, "%s must hold %zd one-byte flags", what, n);
-        return -1;
-    }
-    return 0;
-}
-
-static PyObject *bytes_of(const void *data, size_t size) {
-    return PyByteArray_FromStringAndSize(size ? (const char *)data : "", (Py_ssize_t)size);
-}
-
 enum {
     A_MOVES, A_ACCEPTING, A_TERM_OF, A_COUNT_INDEX, A_COUNT_FLAGS, A_IGNORED, A_BOUND_OF,
     A_CTX_PTR, A_CTX_ENTRIES, NUM_ARGS
@@ -402,7 +347,7 @@ static PyObject *build_lexer(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOOOOOOOOLd:build_lexer", &obj[0], &obj[1], &obj[2], &obj[3],
                           &obj[4], &obj[5], &obj[6], &obj[7], &obj[8], &max_states, &deadline))
         return NULL;
-    Arg a[NUM_ARGS];
+    Table a[NUM_ARGS];
     memset(a, 0, sizeof a);
     Walk w;
     memset(&w, 0, sizeof w);
@@ -506,12 +451,12 @@ static PyObject *build_lexer(PyObject *self, PyObject *args) {
     }
     size_t n = w.count;
     PyObject *parts[6] = {
-        bytes_of(w.rows, n * (size_t)width * sizeof(int32_t)),
-        bytes_of(w.label, n * sizeof(int32_t)),
-        bytes_of(w.restart, n * sizeof(int32_t)),
-        bytes_of(w.bound, n * sizeof(int32_t)),
-        bytes_of(w.char_start, n * (size_t)width),
-        bytes_of(w.starts, w.num_starts * sizeof(int32_t)),
+        bytearray_of(w.rows, n * (size_t)width * sizeof(int32_t)),
+        bytearray_of(w.label, n * sizeof(int32_t)),
+        bytearray_of(w.restart, n * sizeof(int32_t)),
+        bytearray_of(w.bound, n * sizeof(int32_t)),
+        bytearray_of(w.char_start, n * (size_t)width),
+        bytearray_of(w.starts, w.num_starts * sizeof(int32_t)),
     };
     int ok = 1;
     for (int i = 0; i < 6; i++) ok &= parts[i] != NULL;
@@ -540,9 +485,4 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_lexer", "The lexer subset construction in C.", -1, methods,
-    NULL, NULL, NULL, NULL,
-};
-
-PyMODINIT_FUNC PyInit__lexer(void) { return PyModule_Create(&module); }
+int add_lexer(PyObject *module) { return PyModule_AddFunctions(module, methods); }

@@ -21,7 +21,7 @@
  * Only the Python C API is used (no numpy headers): arrays come in through the buffer
  * protocol; the output rows through their strides (a column slice of a wider matrix).
  */
-#include "kernel.h"
+#include "module.h"
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
@@ -120,13 +120,7 @@ static int events_reserve(Walk *w, size_t need, size_t words) {
     return 0;
 }
 
-static double monotonic_s(void) {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now); /* what time.monotonic() reads on Linux */
-    return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
-}
-
-static inline void or_words(uint64_t *into, const uint64_t *from, size_t words) {
+static inline void or_words64(uint64_t *into, const uint64_t *from, size_t words) {
     for (size_t k = 0; k < words; k++) into[k] |= from[k];
 }
 
@@ -136,7 +130,7 @@ static inline void add_entry(Walk *w, size_t words, int32_t state, const uint64_
                              size_t *hi) {
     int32_t at = w->slot[state];
     if (at >= 0) {
-        or_words(w->bits + (size_t)at * words, bits, words);
+        or_words64(w->bits + (size_t)at * words, bits, words);
         return;
     }
     w->slot[state] = (int32_t)*hi;
@@ -264,7 +258,7 @@ static int visit(Walk *w, const Tables *t, int64_t c, size_t parent_lo, size_t p
         if (t->sinks[next]) {
             int32_t at = w->ev_slot[next];
             if (at >= 0) {
-                or_words(w->ev_bits + (size_t)at * words, bits, words);
+                or_words64(w->ev_bits + (size_t)at * words, bits, words);
                 continue;
             }
             if (events_reserve(w, w->ev_len + 1, words) < 0) return -1;
@@ -297,7 +291,7 @@ static int visit(Walk *w, const Tables *t, int64_t c, size_t parent_lo, size_t p
     sort_events(w, ev_lo, words);
     if (*hi == lo) return 0;
     memset(w->row, 0, words * sizeof(uint64_t));
-    for (size_t e = lo; e < *hi; e++) or_words(w->row, w->bits + e * words, words);
+    for (size_t e = lo; e < *hi; e++) or_words64(w->row, w->bits + e * words, words);
     for (int64_t k = t->token_start[c]; k < t->token_start[c + 1]; k++) {
         if (t->token_rows[k] < 0 || t->token_rows[k] >= t->T) {
             PyErr_SetString(PyExc_ValueError, "walk: a token row out of range");
@@ -362,7 +356,7 @@ static int run(Walk *w, const Tables *t, double deadline) {
             return -1;
         }
         last_visited = c;
-        if (visited++ % DEADLINE_EVERY == 0 && monotonic_s() > deadline) return 0;
+        if (visited++ % DEADLINE_EVERY == 0 && kernel_monotonic_s() > deadline) return 0;
         while (cursor < t->I && t->inj_nodes[cursor] < c) cursor++;
         int64_t inj_hi = cursor;
         while (inj_hi < t->I && t->inj_nodes[inj_hi] == c) inj_hi++;
@@ -379,7 +373,7 @@ static int run(Walk *w, const Tables *t, double deadline) {
     return 1;
 }
 
-static PyObject *walk(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+static PyObject *walk_live_tokens(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
     if (nargs != 4 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != NUM_ARRAYS) {
         PyErr_Format(PyExc_TypeError,
@@ -463,18 +457,10 @@ done:
 }
 
 static PyMethodDef methods[] = {
-    {"walk", (PyCFunction)(void (*)(void))walk, METH_FASTCALL,
-     "walk(arrays, num_classes, out, deadline) -> (event nodes, states, bits) as bytearrays, "
+    {"walk_live_tokens", (PyCFunction)(void (*)(void))walk_live_tokens, METH_FASTCALL,
+     "walk_live_tokens(arrays, num_classes, out, deadline) -> (event nodes, states, bits) as bytearrays, "
      "or None when time.monotonic() passed deadline; writes the reached rows into out"},
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT,
-    .m_name = "_live_walk",
-    .m_doc = "The DFA route's vocabulary walk (see fsmcompile/index/dfa/trie_walk.py).",
-    .m_size = -1,
-    .m_methods = methods,
-};
-
-PyMODINIT_FUNC PyInit__live_walk(void) { return PyModule_Create(&module_def); }
+int add_live_walk(PyObject *module) { return PyModule_AddFunctions(module, methods); }

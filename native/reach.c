@@ -1,4 +1,4 @@
-/* Reachability in a transition table (`fsmcompile.automaton._reach`): the trims every
+/* Reachability in a transition table (`_native.mark_reached`, `bfs_order`): the trims every
  * automaton construction ends with, and the breadth-first numbering of a finished DFA.
  *
  * Forward from the start (reachable) and backward from the accepting states
@@ -7,7 +7,7 @@
  * three schemas' terminals), and numpy rounds would need one round per link of a chain.
  * Only the Python C API is used: arrays come in through the buffer protocol.
  */
-#include "kernel.h"
+#include "module.h"
 #include <stdint.h>
 #include <string.h>
 
@@ -185,12 +185,4 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT,
-    .m_name = "_reach",
-    .m_doc = "Reachability and breadth-first numbering in a transition table.",
-    .m_size = -1,
-    .m_methods = methods,
-};
-
-PyMODINIT_FUNC PyInit__reach(void) { return PyModule_Create(&module); }
+int add_reach(PyObject *module) { return PyModule_AddFunctions(module, methods); }

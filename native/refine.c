@@ -1,4 +1,4 @@
-/* Hopcroft's partition refinement for DFA minimization (`fsmcompile.automaton._refine`).
+/* Hopcroft's partition refinement for DFA minimization (`_native.refine_partition`).
  *
  * Minimizing a terminal's or a schema's automaton is a large part of a compile: in Python
  * it took passes matched to each automaton's shape (hash-consing chains, numpy Moore
@@ -15,7 +15,7 @@
  * become a splitter. Only the Python C API is used: arrays come in through the buffer
  * protocol.
  */
-#include "kernel.h"
+#include "module.h"
 #include <stdint.h>
 #include <string.h>
 
@@ -234,15 +234,15 @@ fail:
     return -1;
 }
 
-PyDoc_STRVAR(refine_doc,
-             "refine(trans, blocks, num_blocks, /)\n--\n\n"
+PyDoc_STRVAR(refine_partition_doc,
+             "refine_partition(trans, blocks, num_blocks, /)\n--\n\n"
              "Refine `blocks` (int32[S], writable, dense ids below `num_blocks`, states of a "
              "block sharing their live classes) in place to the coarsest partition stable "
              "under `trans` (int32[S, C], C-contiguous, -1: no transition).");
 
-static PyObject *refine(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs) {
+static PyObject *refine_partition(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "refine(trans, blocks, num_blocks) takes 3 arguments");
+        PyErr_SetString(PyExc_TypeError, "refine_partition(trans, blocks, num_blocks) takes 3 arguments");
         return NULL;
     }
     long num_blocks = PyLong_AsLong(args[2]);
@@ -259,13 +259,13 @@ static PyObject *refine(PyObject *Py_UNUSED(module), PyObject *const *args, Py_s
     Refiner r;
     memset(&r, 0, sizeof(r));
     if (tv.ndim != 2 || !kernel_is_int(&tv, 4) || !kernel_is_int(&bv, 4)) {
-        PyErr_SetString(PyExc_ValueError, "refine: trans must be int32[S, C], blocks int32[S]");
+        PyErr_SetString(PyExc_ValueError, "refine_partition: trans must be int32[S, C], blocks int32[S]");
         goto done;
     }
     r.num_states = tv.shape[0];
     r.width = tv.shape[1];
     if (bv.len / 4 != r.num_states || r.num_states >= INT32_MAX / 2) {
-        PyErr_SetString(PyExc_ValueError, "refine: blocks must hold one id per state");
+        PyErr_SetString(PyExc_ValueError, "refine_partition: blocks must hold one id per state");
         goto done;
     }
     r.trans = tv.buf;
@@ -273,13 +273,13 @@ static PyObject *refine(PyObject *Py_UNUSED(module), PyObject *const *args, Py_s
     Py_ssize_t n = r.num_states;
     for (Py_ssize_t i = 0; i < n * r.width; i++) {
         if (r.trans[i] < -1 || r.trans[i] >= n) {
-            PyErr_SetString(PyExc_ValueError, "refine: a transition names no state");
+            PyErr_SetString(PyExc_ValueError, "refine_partition: a transition names no state");
             goto done;
         }
     }
     for (Py_ssize_t s = 0; s < n; s++) {
         if (r.blk[s] < 0 || r.blk[s] >= num_blocks) {
-            PyErr_SetString(PyExc_ValueError, "refine: block ids must lie in [0, num_blocks)");
+            PyErr_SetString(PyExc_ValueError, "refine_partition: block ids must lie in [0, num_blocks)");
             goto done;
         }
     }
@@ -306,16 +306,9 @@ done:
 }
 
 static PyMethodDef methods[] = {
-    {"refine", (PyCFunction)(void (*)(void))refine, METH_FASTCALL, refine_doc},
+    {"refine_partition", (PyCFunction)(void (*)(void))refine_partition, METH_FASTCALL,
+     refine_partition_doc},
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT,
-    .m_name = "_refine",
-    .m_doc = "Hopcroft's partition refinement (DFA minimization).",
-    .m_size = -1,
-    .m_methods = methods,
-};
-
-PyMODINIT_FUNC PyInit__refine(void) { return PyModule_Create(&module); }
+int add_refine(PyObject *module) { return PyModule_AddFunctions(module, methods); }

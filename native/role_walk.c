@@ -15,8 +15,7 @@
  * Only the Python C API is used (no numpy headers): arrays come in through the buffer
  * protocol, and the exits go back as bytearrays of native int64s.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "module.h"
 #include <stdint.h>
 #include <string.h>
 
@@ -430,12 +429,4 @@ static PyMethodDef module_functions[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef role_walk_module = {
-    PyModuleDef_HEAD_INIT,
-    .m_name = "_role_walk",
-    .m_doc = "The walk of a region shape's role functions over the vocabulary trie.",
-    .m_size = -1,
-    .m_methods = module_functions,
-};
-
-PyMODINIT_FUNC PyInit__role_walk(void) { return PyModule_Create(&role_walk_module); }
+int add_role_walk(PyObject *module) { return PyModule_AddFunctions(module, module_functions); }

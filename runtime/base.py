@@ -17,13 +17,12 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 import numpy as np
 import numpy.typing as npt
 
+from fsmcompile._native import write_row
 from fsmcompile.tables.bits import unpack_row
 from fsmcompile.tables.grammar_index import GrammarIndex
 from fsmcompile.tables.lazy_index import LazyTokenIndex
 from fsmcompile.tables.token_index import TokenIndex
 from fsmcompile.types import StateId, TokenId
-
-from ._native import write_row
 
 if TYPE_CHECKING:
     from typing import Self

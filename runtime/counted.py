@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from ._native import items_grown as _items_grown
+from fsmcompile._native import items_grown as _items_grown
 
 if TYPE_CHECKING:
     from fsmcompile.tables.lexer_automaton import LexerAutomaton

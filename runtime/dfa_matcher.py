@@ -8,11 +8,11 @@ from collections.abc import Iterable
 import numpy as np
 import numpy.typing as npt
 
+from fsmcompile._native import write_row
 from fsmcompile.tables.lazy_index import LazyTokenIndex
 from fsmcompile.tables.token_index import TokenIndex
 from fsmcompile.types import DEAD, StateId, TokenId
 
-from ._native import write_row
 from .base import TERMINATED, Matcher
 from .index_tables import IndexTables, tables_for
 

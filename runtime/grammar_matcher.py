@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from fsmcompile._native import write_row
 from fsmcompile.errors import ArtifactCorruptError
 from fsmcompile.tables.grammar_index import GrammarIndex
 from fsmcompile.types import TokenId
 
-from ._native import write_row
 from .base import Matcher
 from .grammar_tables import Config, GrammarTables, grammar_tables_for
 

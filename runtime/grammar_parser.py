@@ -1,4 +1,4 @@
-"""The tables of a grammar index's C parser (`_native.Parser`), built once per process.
+"""The tables of a grammar index's C parser (`fsmcompile._native.Parser`), built once per process.
 
 The parser answers a mask row's questions (does the stack take this emitted sequence,
 can the pending lexeme still be cut, which runs of token groups are valid, their OR) over
@@ -9,78 +9,20 @@ pairs, and the index's token groups sorted into runs in path order (`entry_runs`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
+from fsmcompile._native import Parser
 from fsmcompile.errors import ArtifactCorruptError
 from fsmcompile.tables.grammar_index import ANY_CONTEXT
 
-from ._native import Parser
+from .parser_tables import ParserTables
 
 if TYPE_CHECKING:
-    from array import array
-
     from fsmcompile.tables.grammar_index import GrammarIndex
     from fsmcompile.tables.sequences import SequenceTable
-
-
-PARSER_BUFFERS = (
-    "action",
-    "goto",
-    "rule_lhs",
-    "rule_len",
-    "context_of_state",
-    "ctxset_start",
-    "ctxset_context",
-    "ignored",
-    "dead",
-    "xset_free",
-    "xset_start",
-    "pair_terminal",
-    "pair_ctx_start",
-    "pair_any",
-    "pair_context",
-    "origin_run",
-    "run_seq",
-    "run_xset",
-    "run_skip",
-    "run_start",
-    "run_groups",
-    "group_dense",
-    "group_token_start",
-    "group_tokens",
-    "masks",
-    "label",
-    "state_kill",
-    "kill_masks",
-    "restart",
-    "context_start",
-    "next_ctx_start",
-    "next_ctx",
-    "eos_row",
-    "text_bytes",
-    "text_start",
-    "moves",
-    "move_starts",
-    "class_of_byte",
-    "char_bound",
-    "state_xset",
-)
-"""The flat arrays `_native.Parser` takes, in its order (the `B_*` enum of `_native.c`)."""
-
-ParserArguments = tuple[
-    tuple[npt.NDArray[Any], ...],
-    tuple["array[int]", "array[int]", "array[int]"],
-    int,
-    int,
-    int,
-    int,
-    int,
-    int,
-]
-"""`_native.Parser`'s positional arguments (see `parser_arguments`)."""
 
 
 def parser_for(
@@ -100,18 +42,18 @@ def parser_for(
             memory safety must not rest on every caller having checked.
     """
     try:
-        return Parser(*parser_arguments(index, sequences, num_words, eos_row))
+        return Parser(parser_tables(index, sequences, num_words, eos_row))
     except (ValueError, IndexError) as error:
         raise ArtifactCorruptError(f"grammar index tables: {error}") from error
 
 
-def parser_arguments(
+def parser_tables(
     index: GrammarIndex,
     sequences: SequenceTable,
     num_words: int,
     eos_row: npt.NDArray[np.int32],
-) -> ParserArguments:
-    """`_native.Parser`'s arguments for `index` (the tables in `PARSER_BUFFERS` order).
+) -> ParserTables:
+    """The named tables `Parser` is built from for `index`.
 
     Raises:
         ValueError, IndexError: tables whose shapes or ids disagree.
@@ -156,57 +98,56 @@ def parser_arguments(
     def u8(values: npt.ArrayLike) -> npt.NDArray[np.uint8]:
         return np.ascontiguousarray(values, dtype=np.uint8).reshape(-1)
 
-    buffers: dict[str, npt.NDArray[Any]] = {
-        "action": i32(action),
-        "goto": i32(table.goto),
-        "rule_lhs": i32(table.rule_lhs),
-        "rule_len": i32(table.rule_len),
-        "context_of_state": i32(table.context_of_state),
-        "ctxset_start": i64(index.ctxset_start),
-        "ctxset_context": i32(index.ctxset_context),
-        "ignored": u8(ignored),
-        "dead": u8(dead),
-        "xset_free": u8(xset_free),
-        "xset_start": xset_start,
-        "pair_terminal": i32([t for t, _ in flat]),
-        "pair_ctx_start": pair_ctx_start,
-        "pair_any": u8([ctxs is None for _, ctxs in flat]),
-        "pair_context": i32([c for ctxs in pair_contexts for c in ctxs]),
-        "origin_run": i64(runs.origin_run),
-        "run_seq": i64(runs.seq),
-        "run_xset": i64(runs.xset),
-        "run_skip": i64(runs.skip),
-        "run_start": i64(runs.start),
-        "run_groups": i32(runs.groups),
-        "group_dense": i32(index.group_dense),
-        "group_token_start": i64(index.group_token_start),
-        "group_tokens": i32(index.group_tokens),
-        "masks": i32(masks),
-        "label": i32(lexer.label),
-        "state_kill": i32(index.state_kill),
-        "kill_masks": i32(kill_masks),
-        "restart": i32(lexer.restart_context),
-        "context_start": i32(context_start),
-        "next_ctx_start": next_ctx_start,
-        "next_ctx": i32([c for contexts in next_contexts for c in contexts]),
-        "eos_row": i32(eos_row),
-        "text_bytes": np.frombuffer(text_bytes, dtype=np.uint8),
-        "text_start": text_start,
-        "moves": i32(lexer.transitions),
-        "move_starts": u8(lexer.char_start),
-        "class_of_byte": i32(lexer.class_of_byte),
-        "char_bound": i32(lexer.char_bound),
-        "state_xset": i32(index.state_xset),
-    }
-    return (
-        tuple(buffers[name] for name in PARSER_BUFFERS),
-        (sequences.parent, sequences.terminal, sequences.context),
-        num_symbols,
-        int(table.goto.shape[1]),
-        int(table.start_state),
-        int(table.end_state),
-        num_contexts,
-        num_words,
+    return ParserTables(
+        action=i32(action),
+        goto=i32(table.goto),
+        rule_lhs=i32(table.rule_lhs),
+        rule_len=i32(table.rule_len),
+        context_of_state=i32(table.context_of_state),
+        ctxset_start=i64(index.ctxset_start),
+        ctxset_context=i32(index.ctxset_context),
+        ignored=u8(ignored),
+        dead=u8(dead),
+        xset_free=u8(xset_free),
+        xset_start=xset_start,
+        pair_terminal=i32([t for t, _ in flat]),
+        pair_ctx_start=pair_ctx_start,
+        pair_any=u8([ctxs is None for _, ctxs in flat]),
+        pair_context=i32([c for ctxs in pair_contexts for c in ctxs]),
+        origin_run=i64(runs.origin_run),
+        run_seq=i64(runs.seq),
+        run_xset=i64(runs.xset),
+        run_skip=i64(runs.skip),
+        run_start=i64(runs.start),
+        run_groups=i32(runs.groups),
+        group_dense=i32(index.group_dense),
+        group_token_start=i64(index.group_token_start),
+        group_tokens=i32(index.group_tokens),
+        masks=i32(masks),
+        label=i32(lexer.label),
+        state_kill=i32(index.state_kill),
+        kill_masks=i32(kill_masks),
+        restart=i32(lexer.restart_context),
+        context_start=i32(context_start),
+        next_ctx_start=next_ctx_start,
+        next_ctx=i32([c for contexts in next_contexts for c in contexts]),
+        eos_row=i32(eos_row),
+        text_bytes=np.frombuffer(text_bytes, dtype=np.uint8),
+        text_start=i64(text_start),
+        moves=i32(lexer.transitions),
+        move_starts=u8(lexer.char_start),
+        class_of_byte=i32(lexer.class_of_byte),
+        char_bound=i32(lexer.char_bound),
+        state_xset=i32(index.state_xset),
+        seq_parent=sequences.parent,
+        seq_terminal=sequences.terminal,
+        seq_context=sequences.context,
+        num_symbols=num_symbols,
+        num_nonterminals=int(table.goto.shape[1]),
+        start_state=int(table.start_state),
+        end_state=int(table.end_state),
+        num_contexts=num_contexts,
+        num_words=num_words,
     )
 
 

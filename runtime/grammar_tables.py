@@ -4,7 +4,7 @@ The LALR parser runs on interned stacks (a stack is a node id whose parent is th
 below), so every question the masks ask (can this terminal be shifted here, does this
 emitted sequence land in that lexer context, may the text end) is a memo lookup after its
 first answer, and every matcher of the index shares the answers. The parser, its memos
-and the rows (their checks, unions, caches and interning) are C (`_native.c`, built from
+and the rows (their checks, unions, caches and interning) are C (`native/parser_*.c`, built from
 `grammar_parser.py`): a first walk meets a new row at about a quarter of its tokens, and in
 Python each cost 20-70 µs.
 
@@ -33,13 +33,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from fsmcompile._native import fitting_rows, write_row
 from fsmcompile.memo import StageMemo
 from fsmcompile.tables.bits import bitmask_words, set_bits
 from fsmcompile.tables.int_columns import int_column
 from fsmcompile.tables.lexer_walks import lexeme_key, tokens_reaching_labels
 from fsmcompile.tables.sequences import ConstraintTable, SequenceTable
 
-from ._native import fitting_rows, write_row
 from .counted import items_grown
 from .grammar_parser import parser_for
 from .index_tables import tables_key

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from fsmcompile._native import DfaWalk
 from fsmcompile.memo import StageMemo
 from fsmcompile.tables.bits import bitmask_words, set_bits
 from fsmcompile.tables.int_columns import int_column
 from fsmcompile.tables.lazy_index import LazyTokenIndex
 from fsmcompile.types import DEAD, StateId, TokenId
 
-from ._native import DfaWalk
 from .jump_forward import FORCED_MAX_BYTES, accepted_prefix, byte_classes, forced_encoding
 
 if TYPE_CHECKING:
@@ -119,16 +119,14 @@ class IndexTables:
         dfa = self.index.dfa
         text_bytes, text_start = self.index.vocabulary.text_spans
         return DfaWalk(
-            (
-                np.ascontiguousarray(dfa.transitions, dtype=np.int32).reshape(-1),
-                np.ascontiguousarray(dfa.class_of_byte, dtype=np.int32),
-                np.frombuffer(text_bytes, dtype=np.uint8),
-                text_start,
-                np.ascontiguousarray(state_mask, dtype=np.int32),
-                np.ascontiguousarray(masks, dtype=np.int32).reshape(-1),
-            ),
-            int(dfa.num_classes),
-            self.num_words,
+            transitions=np.ascontiguousarray(dfa.transitions, dtype=np.int32).reshape(-1),
+            class_of_byte=np.ascontiguousarray(dfa.class_of_byte, dtype=np.int32),
+            text_bytes=np.frombuffer(text_bytes, dtype=np.uint8),
+            text_start=text_start,
+            state_mask=np.ascontiguousarray(state_mask, dtype=np.int32),
+            masks=np.ascontiguousarray(masks, dtype=np.int32).reshape(-1),
+            num_classes=int(dfa.num_classes),
+            num_words=self.num_words,
         )
 
     def all_mask_rows(self) -> list[npt.NDArray[np.int32]]:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build every C module with AddressSanitizer and UndefinedBehaviorSanitizer into a
+# Build the C module (fsmcompile._native) with AddressSanitizer and UndefinedBehaviorSanitizer into a
 # separate tree and run the tests that drive the C code against it: an out-of-bounds
 # read or write, a use after free or undefined behaviour fails the run at the line that
 # did it, where the plain build might only compute a wrong mask or crash later.
@@ -32,7 +32,7 @@ for pair in fsmcompile:fsmcompile runtime:fsmcompile/runtime cli:fsmcompile/cli 
     cp "$file" "$site/$dst/${file#"$src"/}"
   done
 done
-# The C modules, sanitized, into the same tree (build_ext names them by package path).
+# The C module, sanitized, into the same tree (build_ext names it by package path).
 CC="$CC" CFLAGS="$flags" LDFLAGS="$flags" "$PYTHON" -W ignore setup.py -q build_ext \
   --build-lib "$site" --build-temp "$work/temp" --force >"$work/build.log" 2>&1 \
   || { cat "$work/build.log" >&2; exit 1; }
@@ -51,7 +51,7 @@ export PYTHONSAFEPATH=1 # no current directory first on sys.path: its fsmcompile
 
 "$PYTHON" - "$site" <<'EOF'
 import os, sys
-import fsmcompile.runtime._native as native
+import fsmcompile._native as native
 site = os.path.realpath(sys.argv[1])
 if not os.path.realpath(native.__file__).startswith(site + os.sep):
     sys.exit(f"sanitize: imported {native.__file__}, not the sanitized build in {site}")
@@ -72,6 +72,7 @@ tests=(
   tests/unit/test_subset.py
   tests/unit/test_automaton.py
   tests/unit/test_index.py
+  tests/unit/test_native_stub.py
 )
 if [ -e tests/property/test_artifact_mutations.py ]; then
   tests+=(tests/property/test_artifact_mutations.py)

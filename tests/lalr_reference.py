@@ -1,4 +1,4 @@
-"""The pure-Python LALR(1) analysis that `lalr.py`'s C steps (`_lalr.c`) replaced: the
+"""The pure-Python LALR(1) analysis that `lalr.py`'s C steps (`native/lalr_lr0.c`) replaced: the
 reference definition its tests compare against.
 
 The LR(0) item sets (lark's compute_lr0_states), DeRemer and Pennello's reads, includes

@@ -1,4 +1,4 @@
-"""The pure-Python lexing check that `_lexcheck.c` replaced: the reference definition
+"""The pure-Python lexing check that `native/lexcheck.c` replaced: the reference definition
 its tests compare against (`lexing_conflict` of `lexing_check.py`, witness included).
 
 Breadth-first walks over pairs of byte automata, each automaton read as Python lists

@@ -1,5 +1,5 @@
 """The Python subset construction that `lexer_from_dfas.build_lexer_from_dfas`'s C walk
-(`_lexer.c`) replaced: the reference definition its tests compare against, state
+(`native/lexer.c`) replaced: the reference definition its tests compare against, state
 numbering, counted items and budget errors included.
 
 States are tuples of (terminal, automaton state) thread codes interned in a dict; each

@@ -1,4 +1,4 @@
-"""The level-by-level numpy walk that `walk_live_tokens` (C, `_live_walk.c`) replaced: the
+"""The level-by-level numpy walk that `walk_live_tokens` (C, `native/live_walk.c`) replaced: the
 reference definition its tests compare against.
 
 One level of the trie at a time, the frontier holds (state, node) pairs tagged with a

@@ -1,4 +1,4 @@
-"""The Python state loops that `subset.py`'s C walks (`_subset.c`) replaced: the reference
+"""The Python state loops that `subset.py`'s C walks (`native/subset.c`) replaced: the reference
 definition their tests compare against, state numbering and budget calls included.
 
 Each construction walks (state x byte class) in Python, interning new states in a dict in

@@ -1,6 +1,6 @@
 """The LALR table invariants the C parser's loops rely on, beyond ids in range.
 
-The parser (`native/runtime.c`) keeps stacks as paths through the table: a shift or a
+The parser (`native/parser_*.c`) keeps stacks as paths through the table: a shift or a
 goto pushes the state it names, a reduce by rule r pops `rule_len[r]` states and pushes
 `goto[exposed, rule_lhs[r]]`. Two things a table built by lark guarantees and an altered
 one need not:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from fsmcompile.automaton import _reach
+from fsmcompile import _native
 from fsmcompile.automaton.fragment import Flags, Table, unique_rows
 from fsmcompile.tables.byte_dfa import ByteDFA
 
@@ -44,13 +44,13 @@ def canonical_dfa(
 ) -> ByteDFA:
     """The ByteDFA with coarsest classes and BFS state numbers (state 0 = `start`).
 
-    The walk is a search in C (`_reach.bfs_order`), O(E): a numpy frontier walk would
+    The walk is a search in C (`_native.bfs_order`), O(E): a numpy frontier walk would
     need one round per step of the longest chain. Unreachable states are dropped.
     """
     trans, new_class_of_byte = coarsest_classes(trans, class_of_byte)
     num_states = trans.shape[0]
     new_id = np.empty(num_states, dtype=np.int32)
-    reached = _reach.bfs_order(np.ascontiguousarray(trans, dtype=np.int32), start, new_id)
+    reached = _native.bfs_order(np.ascontiguousarray(trans, dtype=np.int32), start, new_id)
     perm = np.empty(reached, dtype=np.intp)
     kept = np.flatnonzero(new_id >= 0)
     perm[new_id[kept]] = kept

@@ -15,7 +15,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from fsmcompile.automaton import _reach
+from fsmcompile import _native
 
 Table = npt.NDArray[np.int32]
 """int32[S, C]: next state per (state, byte class); -1 is dead."""
@@ -208,7 +208,7 @@ def reachable(trans: Table, roots: list[int]) -> Flags:
     slow and Python's loop was most of an intersection's cost)."""
     mark = np.zeros(trans.shape[0], dtype=np.bool_)
     mark[roots] = True
-    _reach.mark_reached(np.ascontiguousarray(trans, dtype=np.int32), mark, False)
+    _native.mark_reached(np.ascontiguousarray(trans, dtype=np.int32), mark, False)
     return mark
 
 
@@ -216,7 +216,7 @@ def coreachable(trans: Table, accepting: Flags) -> Flags:
     """States from which an accepting state can be reached (a search against the
     transitions, in C)."""
     mark = np.array(accepting, dtype=np.bool_)
-    _reach.mark_reached(np.ascontiguousarray(trans, dtype=np.int32), mark, True)
+    _native.mark_reached(np.ascontiguousarray(trans, dtype=np.int32), mark, True)
     return mark
 
 

@@ -1,4 +1,4 @@
-"""Hopcroft's partition refinement, the minimizer's one algorithm (in C: `_refine.c`).
+"""Hopcroft's partition refinement, the minimizer's one algorithm (in C: `native/refine.c`).
 
 Minimization took passes matched to each automaton's shape in Python (hash-consing of
 chains, numpy Moore rounds, Hopcroft for long chains between loops): about a second of a
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from fsmcompile.automaton import _refine
+from fsmcompile import _native
 from fsmcompile.automaton.fragment import Table
 from fsmcompile.budget import Budget
 
@@ -36,5 +36,5 @@ def refine(trans: Table, blocks: npt.NDArray[np.int32], budget: Budget) -> npt.N
     _, dense = np.unique(blocks, return_inverse=True)
     out = np.ascontiguousarray(dense.reshape(-1), dtype=np.int32)
     num_blocks = int(out.max()) + 1 if out.shape[0] else 0
-    _refine.refine(np.ascontiguousarray(trans, dtype=np.int32), out, num_blocks)
+    _native.refine_partition(np.ascontiguousarray(trans, dtype=np.int32), out, num_blocks)
     return out

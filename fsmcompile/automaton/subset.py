@@ -7,7 +7,7 @@ columns that differ in its operands) and copies an operand wholesale wherever th
 only be inside that operand, so only the overlapping part is walked.
 
 The walk itself, (state x class) with new states interned in order of discovery, is in C
-(`_subset.c`): in Python, with a dict of tuples, it was most of building a JSON Schema's
+(`native/subset.c`): in Python, with a dict of tuples, it was most of building a JSON Schema's
 terminal automata. Here the tables are prepared and the new rows finished with numpy;
 `Budget` limits are passed down, and where the walk stops on one the same `Budget` call
 is made here, so the same error is raised as by a Python loop.
@@ -20,7 +20,7 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from fsmcompile.automaton import _subset
+from fsmcompile import _native
 from fsmcompile.automaton.fragment import (
     Flags,
     Fragment,
@@ -32,7 +32,7 @@ from fsmcompile.automaton.fragment import (
 )
 from fsmcompile.budget import Budget
 
-# How a C walk stopped (`_subset.c`): the Budget limit it found broken.
+# How a C walk stopped (`native/subset.c`): the Budget limit it found broken.
 _STOP_STATES = 1  # Budget.reserve(value)
 _STOP_MEMBERS = 2  # Budget.reserve_set(members)
 _STOP_DEADLINE = 3  # Budget.check_time()
@@ -130,7 +130,7 @@ def subset_concat(first: Fragment, second: Fragment, budget: Budget) -> Fragment
     hit_rows, hit_cols = np.nonzero(collide)
     seed_a = first.trans[rows[hit_rows], hit_cols]
     seed_b = b_start[hit_cols]
-    raw_rows, raw_acc, stop, value, members, codes = _subset.subset_concat(
+    raw_rows, raw_acc, stop, value, members, codes = _native.subset_concat(
         _table(a_local),
         _table(b_local),
         _flags(first.accepting),
@@ -161,7 +161,7 @@ def subset_repeat(item: Fragment, lo: int, hi: int | None, budget: Budget) -> Fr
     saturates at `lo`: past it, more repetitions change nothing.
     """
     (table,), column_map = compress_columns([item.trans])
-    raw_rows, raw_acc, stop, value, members = _subset.subset_repeat(
+    raw_rows, raw_acc, stop, value, members = _native.subset_repeat(
         _table(table),
         _flags(item.accepting),
         lo,
@@ -190,7 +190,7 @@ def product_union(parts: list[Fragment], budget: Budget) -> Fragment:
         [shifted(t, int(base)) for t, base in zip(tables, bases, strict=True)], axis=0
     )
     accepting = np.concatenate([p.accepting for p in parts])
-    raw_rows, raw_acc, stop, value, members = _subset.product_union(
+    raw_rows, raw_acc, stop, value, members = _native.product_union(
         _table(stacked), _flags(accepting), bases, _limits(budget, sum(sizes))
     )
     _settle(budget, "an alternation", stop, value, members)
@@ -213,7 +213,7 @@ def product_intersection(parts: list[Fragment], budget: Budget) -> Fragment:
 def _product_pair(left: Fragment, right: Fragment, budget: Budget) -> Fragment:
     """Both languages at once: states (a, b) numbered breadth first from (0, 0)."""
     (a_table, b_table), column_map = compress_columns([left.trans, right.trans])
-    raw_rows, raw_acc, stop, value, members = _subset.product_pair(
+    raw_rows, raw_acc, stop, value, members = _native.product_pair(
         _table(a_table),
         _table(b_table),
         _flags(left.accepting),

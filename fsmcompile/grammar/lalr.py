@@ -7,7 +7,7 @@ steps stay lark's: the LR(0) item sets, DeRemer and Pennello's reads/includes/lo
 relations (lark's reading of them, including items past their first symbol), the same
 digraph traversal with the same set sharing (a set cell per relation node, shared where
 lark shares the set object), then the strict-mode actions. The first two run in C
-(`_lalr.c`: on integers in Python they still took 0.2-0.3 s of a WashingtonPost
+(`native/lalr_lr0.c`: on integers in Python they still took 0.2-0.3 s of a WashingtonPost
 schema's build, per build); `tests/lalr_reference.py` keeps them in Python as their
 definition. The states are the ones lark builds, numbered breadth-first
 (`tables_from_states` renumbers either), and a conflict raises lark's `GrammarError`
@@ -34,8 +34,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+from fsmcompile import _native
 from fsmcompile.budget import check_deadline, seconds_left
-from fsmcompile.grammar import _lalr
 
 __all__ = ["LalrStates", "lalr_states"]
 
@@ -107,7 +107,7 @@ class _Lookaheads:
 
 
 def _int32(column: bytearray) -> memoryview:
-    """A column `_lalr` returned (native int32 bytes) as an int32 vector."""
+    """A column `_native.lalr_*` returned (native int32 bytes) as an int32 vector."""
     return memoryview(column).cast("i")
 
 
@@ -174,7 +174,8 @@ def _numbered(rules: Sequence[Any], start: str) -> _Grammar:
 
 
 _Columns: TypeAlias = "tuple[array[int], array[int], array[int], array[int], array[int]]"
-"""The grammar as `_lalr` reads it: item_next, item_rule, item_base, rule_origin, nullable."""
+"""The grammar as `_native.lalr_lr0` reads it: item_next, item_rule, item_base, rule_origin,
+nullable."""
 
 
 def _columns(g: _Grammar) -> _Columns:
@@ -200,21 +201,21 @@ def _finished(found: tuple[bytearray, ...] | None, what: str) -> tuple[memoryvie
     error."""
     if found is None:
         check_deadline(what)
-        raise AssertionError(f"_lalr stopped {what} before the deadline")
+        raise AssertionError(f"_native.lalr_* stopped {what} before the deadline")
     return tuple(map(_int32, found))
 
 
 def _lr0(g: _Grammar, columns: _Columns) -> _Lr0:
     """The LR(0) item sets (lark's compute_lr0_states)."""
     root = g.item_base[len(g.rules) - 1]
-    found = _lalr.lr0(*columns, g.num_nt, len(g.symbols), root, _deadline())
+    found = _native.lalr_lr0(*columns, g.num_nt, len(g.symbols), root, _deadline())
     return _Lr0(*_finished(found, "building the LR(0) states"))
 
 
 def _lookaheads(g: _Grammar, columns: _Columns, lr0: _Lr0) -> _Lookaheads:
     """Per state, the lookahead terminals and the rules reduced on each (lark's
     compute_reads_relations, compute_includes_lookback and compute_lookaheads)."""
-    found = _lalr.lookaheads(
+    found = _native.lalr_lookaheads(
         *columns,
         g.num_nt,
         len(g.symbols),

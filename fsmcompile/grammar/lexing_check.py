@@ -9,9 +9,9 @@ from functools import partial
 import numpy as np
 import numpy.typing as npt
 
+from fsmcompile import _native
 from fsmcompile.compile_memos import current_memos
 from fsmcompile.errors import UnsupportedFeatureError
-from fsmcompile.grammar import _lexcheck
 from fsmcompile.tables.byte_dfa import ByteDFA, dfa_key
 from fsmcompile.tables.grammar_index import next_contexts
 from fsmcompile.tables.lark_grammar import LarkGrammar, ParseTable
@@ -217,13 +217,13 @@ def lexing_conflict(
 
     The witness is the first such text of a breadth-first walk over the pairs of states a
     and b reach together (then b and the follower), moves in the order of their smallest
-    byte: it appears in error messages, so `_lexcheck.c` keeps that order exactly.
+    byte: it appears in error messages, so `native/lexcheck.c` keeps that order exactly.
     """
-    return _lexcheck.lexing_conflict(a, b, same, first, follows)
+    return _native.lexing_conflict(a, b, same, first, follows)
 
 
 _Automaton = tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], npt.NDArray[np.bool_]]
-"""A `ByteDFA`'s (transitions, class_of_byte, accepting) as `_lexcheck` reads them."""
+"""A `ByteDFA`'s (transitions, class_of_byte, accepting) as `_native.lexing_conflict` reads them."""
 
 
 def _automaton(dfa: ByteDFA) -> _Automaton:

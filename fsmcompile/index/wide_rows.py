@@ -13,19 +13,19 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from fsmcompile import _native
 from fsmcompile.automaton.fragment import radix_order, unique_rows
-from fsmcompile.tables import _bits
 
 _CHUNK_ROWS = 1 << 15  # rows per check pass: keeps the gathered copies in cache
 
 
 def row_hashes(rows: npt.NDArray[Any]) -> npt.NDArray[np.uint64]:
     """uint64[R]: a hash of each row of a 2-D array of 4- or 8-byte items (in C:
-    `_bits.row_hashes`). Equal rows hash equal; the callers check what a hash groups."""
+    `_native.row_hashes`). Equal rows hash equal; the callers check what a hash groups."""
     rows = np.ascontiguousarray(rows)
     out = np.empty(rows.shape[0], dtype=np.uint64)
     if rows.shape[0]:
-        _bits.row_hashes(rows, out)
+        _native.row_hashes(rows, out)
     return out
 
 

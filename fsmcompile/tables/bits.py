@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from fsmcompile.tables import _bits
+from fsmcompile import _native
 
 
 def bitmask_words(vocab_size: int) -> int:
@@ -65,7 +65,7 @@ def unpack_row(words: npt.NDArray[np.int32], vocab_size: int) -> npt.NDArray[np.
 def set_bits(words: npt.NDArray[np.int32], token_ids: npt.NDArray[np.int64]) -> None:
     """Set the bits of `token_ids` (repeats allowed) in the int32[W] row `words`, in place."""
     ids = np.ascontiguousarray(token_ids, dtype=np.int64)
-    _bits.set_token_bits(words.reshape(1, -1), np.zeros(ids.shape[0], dtype=np.int64), ids)
+    _native.set_token_bits(words.reshape(1, -1), np.zeros(ids.shape[0], dtype=np.int64), ids)
 
 
 def pack_token_ids(
@@ -76,7 +76,7 @@ def pack_token_ids(
     One OR per id, where a bool matrix a byte per token and `packbits` made several
     passes over every 128k-token row."""
     out = np.zeros((num_rows, bitmask_words(vocab_size)), dtype=np.int32)
-    _bits.set_token_bits(
+    _native.set_token_bits(
         out,
         np.ascontiguousarray(rows, dtype=np.int64),
         np.ascontiguousarray(token_ids, dtype=np.int64),
@@ -93,7 +93,7 @@ def or_token_runs(
 ) -> None:
     """Set the bits of `token_ids[starts[r]:stops[r]]` in row `rows[r]` of `out`
     (int32[R, W], C-contiguous) for every run r, without gathering the runs first."""
-    _bits.set_token_runs(
+    _native.set_token_runs(
         out,
         np.ascontiguousarray(token_ids, dtype=np.int64),
         np.ascontiguousarray(starts, dtype=np.int64),

@@ -1,4 +1,4 @@
-"""The C parser of the grammar tables (`native/runtime.c`) against references written
+"""The C parser of the grammar tables (`native/parser_*.c`) against references written
 plainly here: an LALR parser over the index's own tables on a list of states, the valid
 runs of a row by their definition (each run checked on its own, no skipping), and the OR
 of their groups in numpy."""
@@ -13,8 +13,8 @@ from grammar_checks import bundled_text, compiled, inside_walk
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fsmcompile._native import Parser
 from fsmcompile.compiler import compile_json_schema
-from fsmcompile.runtime._native import Parser
 from fsmcompile.runtime.grammar_matcher import GrammarMatcher
 from fsmcompile.runtime.grammar_parser import entry_runs, parser_for
 from fsmcompile.runtime.grammar_tables import GrammarTables
@@ -445,7 +445,7 @@ def test_fitting_rows_are_the_tokens_that_fit_each_room(vocab_size):
     """Row r of `fitting_rows` holds exactly the tokens whose grown items are at most r:
     counts of 0 fit every room, counts past the last room fit none, and no bit is set
     past the vocabulary."""
-    from fsmcompile.runtime._native import fitting_rows
+    from fsmcompile._native import fitting_rows
     from fsmcompile.tables.bits import bitmask_words, pack_bool_rows
 
     rng = np.random.default_rng(vocab_size)
@@ -461,7 +461,7 @@ def test_fitting_rows_are_the_tokens_that_fit_each_room(vocab_size):
 
 
 def test_items_grown_refuses_tables_that_do_not_fit():
-    from fsmcompile.runtime._native import items_grown
+    from fsmcompile._native import items_grown
 
     moves = np.array([[1, -1], [1, -1]], dtype=np.int32).reshape(-1)  # 2 states, 2 classes
     starts = np.ones(4, dtype=np.uint8)

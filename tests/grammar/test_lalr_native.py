@@ -1,4 +1,4 @@
-"""The C steps of the LALR builder (`_lalr.c`) agree with their Python definition
+"""The C steps of the LALR builder (`native/lalr_lr0.c`) agree with their Python definition
 (`lalr_reference.py`) exactly: the LR(0) states with their numbering, item order and
 transition order, the lookahead entries and their rules in first-seen order, and so every
 action dict, its key order, and every conflict message word for word.
@@ -29,9 +29,10 @@ from lark import Lark
 from lark.exceptions import GrammarError
 from lark.grammar import NonTerminal, Rule, Terminal
 
+from fsmcompile import _native
 from fsmcompile.budget import compile_deadline
 from fsmcompile.errors import BudgetExceededError
-from fsmcompile.grammar import _lalr, lalr
+from fsmcompile.grammar import lalr
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpora" / "jsonschemabench"
 SCHEMAS = (
@@ -227,14 +228,14 @@ def test_inconsistent_columns_are_refused() -> None:
     columns = list(lalr._columns(grammar))
     root = grammar.item_base[-1]
     with pytest.raises(ValueError, match="int32"):
-        _lalr.lr0(array("q", grammar.item_next), *columns[1:], 2, 4, root, math.inf)
+        _native.lalr_lr0(array("q", grammar.item_next), *columns[1:], 2, 4, root, math.inf)
     with pytest.raises(ValueError, match="root_item"):
-        _lalr.lr0(*columns, grammar.num_nt, len(grammar.symbols), 99, math.inf)
+        _native.lalr_lr0(*columns, grammar.num_nt, len(grammar.symbols), 99, math.inf)
     with pytest.raises(TypeError, match="real number"):
-        _lalr.lr0(*columns, grammar.num_nt, len(grammar.symbols), root, "soon")  # type: ignore[arg-type]
+        _native.lalr_lr0(*columns, grammar.num_nt, len(grammar.symbols), root, "soon")  # type: ignore[arg-type]
     columns[0] = array("i", [7 if s == -1 else s for s in grammar.item_next])
     with pytest.raises(ValueError, match="rule"):
-        _lalr.lr0(*columns, grammar.num_nt, len(grammar.symbols), root, math.inf)
+        _native.lalr_lr0(*columns, grammar.num_nt, len(grammar.symbols), root, math.inf)
 
 
 def _keyword_chain(keywords: int) -> list[Any]:
@@ -309,11 +310,11 @@ def test_a_deadline_not_reached_changes_no_table() -> None:
     sizes = (grammar.num_nt, len(grammar.symbols))
     root = grammar.item_base[-1]
     far = time.monotonic() + 3600
-    built = [_lalr.lr0(*columns, *sizes, root, deadline) for deadline in (far, math.inf)]
+    built = [_native.lalr_lr0(*columns, *sizes, root, deadline) for deadline in (far, math.inf)]
     assert built[0] == built[1] is not None
     lr0 = [lalr._int32(column) for column in built[1]]
     found = [
-        _lalr.lookaheads(*columns, *sizes, grammar.start, *lr0, deadline)
+        _native.lalr_lookaheads(*columns, *sizes, grammar.start, *lr0, deadline)
         for deadline in (far, math.inf)
     ]
     assert found[0] == found[1] is not None

@@ -1,4 +1,4 @@
-"""The lexing check's C searches (`_lexcheck.c`) agree with their Python definition
+"""The lexing check's C searches (`native/lexcheck.c`) agree with their Python definition
 (`lexcheck_reference.py`) exactly: the same witness bytes (they appear in error messages)
 and the same follower index, -1 or `DROPPED`.
 
@@ -21,7 +21,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lexcheck_reference import Lists, lexing_conflict_lists
 
-from fsmcompile.grammar import _lexcheck, from_rules, lexing_check
+from fsmcompile import _native
+from fsmcompile.grammar import from_rules, lexing_check
 from fsmcompile.grammar.lexing_check import DROPPED
 from fsmcompile.tables.byte_dfa import ByteDFA
 
@@ -56,7 +57,7 @@ def _assert_same(calls: list[Call]) -> list[tuple[bytes, int] | None]:
 
     answers = []
     for a, b, same, first, follows in calls:
-        ours = _lexcheck.lexing_conflict(a, b, same, first, follows)
+        ours = _native.lexing_conflict(a, b, same, first, follows)
         theirs = lexing_conflict_lists(
             as_lists(a), as_lists(b), same, first, list(map(as_lists, follows))
         )
@@ -205,14 +206,14 @@ def test_malformed_automata_are_refused() -> None:
     ]
     for bad in bad_shapes:
         with pytest.raises(ValueError):
-            _lexcheck.lexing_conflict(bad, good, False, False, [])
+            _native.lexing_conflict(bad, good, False, False, [])
         with pytest.raises(ValueError):
-            _lexcheck.lexing_conflict(good, good, True, False, [good, bad])
+            _native.lexing_conflict(good, good, True, False, [good, bad])
     out_of_range = np.full(NUM_BYTES, 9, np.int32)
     with pytest.raises(ValueError):
-        _lexcheck.lexing_conflict((transitions, out_of_range, accepting), good, False, False, [])
+        _native.lexing_conflict((transitions, out_of_range, accepting), good, False, False, [])
     wild = (np.array([[7]], np.int32), one, np.array([True]))
     with pytest.raises(ValueError, match="out of range"):
-        _lexcheck.lexing_conflict(wild, wild, True, False, [])
+        _native.lexing_conflict(wild, wild, True, False, [])
     with pytest.raises(TypeError):
-        _lexcheck.lexing_conflict(list(good), good, False, False, [])
+        _native.lexing_conflict(list(good), good, False, False, [])

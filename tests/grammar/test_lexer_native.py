@@ -1,4 +1,4 @@
-"""The C lexer construction (`_lexer.c`) builds the same lexer as its Python definition
+"""The C lexer construction (`native/lexer.c`) builds the same lexer as its Python definition
 (`lexer_reference.py`): every array equal, state numbering included, and the same errors
 for the same budgets.
 

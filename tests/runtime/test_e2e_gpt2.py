@@ -106,7 +106,7 @@ def test_e2e_processor_with_real_tokenizer_outputs_match(pattern):
 def test_dfa_steps_are_the_index_walk_for_every_token(gpt2, json_index):
     """The C token steps (`DfaWalk`) against TokenIndex.is_allowed/next_state: every token
     (and ids out of range) from every tenth state; bad tables are refused."""
-    from fsmcompile.runtime._native import DfaWalk
+    from fsmcompile._native import DfaWalk
     from fsmcompile.runtime.matcher import tables_for
 
     tables = tables_for(json_index)
@@ -124,28 +124,35 @@ def test_dfa_steps_are_the_index_walk_for_every_token(gpt2, json_index):
     with pytest.raises(IndexError):
         tables._steps.next_state(json_index.dfa.num_states, 0)
     dfa = json_index.dfa
-    good = (
-        np.ascontiguousarray(dfa.transitions, dtype=np.int32).reshape(-1),
-        np.ascontiguousarray(dfa.class_of_byte, dtype=np.int32),
-        np.frombuffer(gpt2.text_spans[0], dtype=np.uint8),
-        gpt2.text_spans[1],
-        np.ascontiguousarray(json_index.state_mask, dtype=np.int32),
-        np.ascontiguousarray(json_index.masks, dtype=np.int32).reshape(-1),
-    )
     words = int(json_index.masks.shape[1])
+    good = {
+        "transitions": np.ascontiguousarray(dfa.transitions, dtype=np.int32).reshape(-1),
+        "class_of_byte": np.ascontiguousarray(dfa.class_of_byte, dtype=np.int32),
+        "text_bytes": np.frombuffer(gpt2.text_spans[0], dtype=np.uint8),
+        "text_start": gpt2.text_spans[1],
+        "state_mask": np.ascontiguousarray(json_index.state_mask, dtype=np.int32),
+        "masks": np.ascontiguousarray(json_index.masks, dtype=np.int32).reshape(-1),
+        "num_classes": int(dfa.num_classes),
+        "num_words": words,
+    }
     # The mask decides: with every mask blank no token moves, not even one the DFA takes.
-    blank = DfaWalk((*good[:5], np.zeros_like(good[5])), int(dfa.num_classes), words)
+    blank = DfaWalk(**{**good, "masks": np.zeros_like(good["masks"])})
     taken = [t for t in range(gpt2.size) if tables._steps.next_state(0, t) >= 0]
     assert taken and all(blank.next_state(0, t) == -1 for t in taken)
-    out_of_range = good[0].copy()
+    out_of_range = good["transitions"].copy()
     out_of_range[0] = dfa.num_states
-    for bad in [(out_of_range, *good[1:]), (*good[:4], good[4] + 10**6, good[5])]:
+    for name, value in [
+        ("transitions", out_of_range),
+        ("state_mask", good["state_mask"] + 10**6),
+        ("num_words", words - 1),  # masks narrower than the vocabulary
+    ]:
         with pytest.raises(ValueError):
-            DfaWalk(bad, int(dfa.num_classes), words)
-    with pytest.raises(ValueError):
-        DfaWalk(good, int(dfa.num_classes), words - 1)  # masks narrower than the vocabulary
-    with pytest.raises(TypeError):
-        DfaWalk(good[:5], int(dfa.num_classes), words)
+            DfaWalk(**{**good, name: value})
+    # A table of the wrong item type, or one missing, is named in the error.
+    with pytest.raises(ValueError, match="'state_mask'"):
+        DfaWalk(**{**good, "state_mask": good["state_mask"].astype(np.int64)})
+    with pytest.raises(TypeError, match="'masks'"):
+        DfaWalk(**{name: value for name, value in good.items() if name != "masks"})
 
 
 def test_e2e_matcher_agrees_with_token_index_reference(gpt2, json_index):

@@ -1,4 +1,4 @@
-"""The C parser (`native/runtime.c`) checks whatever tables it is handed: each broken
+"""The C parser (`native/parser_*.c`) checks whatever tables it is handed: each broken
 table below, handed straight to `_native.Parser` (no loader in between), ends in a
 ValueError, never a crash or a hang. Each runs in a forked child, so a regression fails
 one test instead of killing the run."""
@@ -14,10 +14,11 @@ import numpy as np
 import pytest
 from forked import outcome_in_child
 
+from fsmcompile._native import Parser, fitting_rows, write_row
 from fsmcompile.compiler import compile_json_schema
-from fsmcompile.runtime._native import Parser, fitting_rows, write_row
-from fsmcompile.runtime.grammar_parser import PARSER_BUFFERS, parser_arguments
+from fsmcompile.runtime.grammar_parser import parser_tables
 from fsmcompile.runtime.grammar_tables import GrammarTables
+from fsmcompile.runtime.parser_tables import ParserTables
 from fsmcompile.tables.grammar_index import GrammarIndex
 
 # Recursive, with a counted string and a context set: every table of the parser is used.
@@ -34,28 +35,24 @@ def index(gpt2: Any) -> GrammarIndex:
 
 
 @pytest.fixture(scope="module")
-def arguments(index: GrammarIndex) -> tuple[Any, ...]:
-    tables = GrammarTables(index)
-    return parser_arguments(index, tables._sequences, tables.num_words, tables.eos_row)
-
-
-def edited(arguments: tuple[Any, ...], edit: Edit) -> tuple[Any, ...]:
-    """A copy of the parser's arguments with `edit` applied to a dict of them: its
-    buffers by name, "seq_parent"/"seq_terminal"/"seq_context", and the scalars."""
-    buffers, columns, *scalars = arguments
-    parts: dict[str, Any] = {
-        name: b.copy() for name, b in zip(PARSER_BUFFERS, buffers, strict=True)
-    }
-    for name, column in zip(("seq_parent", "seq_terminal", "seq_context"), columns, strict=True):
-        parts[name] = array("q", column)
-    names = ("num_symbols", "num_nonterminals", "start_state", "end_state")
-    parts.update(zip((*names, "num_contexts", "num_words"), scalars, strict=True))
-    edit(parts)
-    return (
-        tuple(parts[name] for name in PARSER_BUFFERS),
-        (parts["seq_parent"], parts["seq_terminal"], parts["seq_context"]),
-        *(parts[name] for name in (*names, "num_contexts", "num_words")),
+def tables(index: GrammarIndex) -> ParserTables:
+    grammar_tables = GrammarTables(index)
+    return parser_tables(
+        index, grammar_tables._sequences, grammar_tables.num_words, grammar_tables.eos_row
     )
+
+
+def edited(tables: ParserTables, edit: Edit) -> ParserTables:
+    """A copy of the parser's tables with `edit` applied to a dict of them by name (the
+    arrays copied, so an edit never reaches the fixture)."""
+    parts: dict[str, Any] = {}
+    for field in dataclasses.fields(tables):
+        value = getattr(tables, field.name)
+        parts[field.name] = array("q", value) if isinstance(value, array) else value
+        if isinstance(value, np.ndarray):
+            parts[field.name] = value.copy()
+    edit(parts)
+    return ParserTables(**parts)
 
 
 def set_item(name: str, at: int, value: int) -> Edit:
@@ -180,18 +177,55 @@ BROKEN_TABLES: list[tuple[str, Edit]] = [
 ]
 
 
-def test_the_real_tables_pass(arguments: tuple[Any, ...]) -> None:
+def test_the_real_tables_pass(tables: ParserTables) -> None:
     """The unbroken arguments build a parser (so each case below breaks only its edit)."""
-    parser = Parser(*arguments)
+    parser = Parser(tables)
     assert parser.num_stacks == 1
-    assert outcome_in_child(lambda: Parser(*edited(arguments, lambda parts: None))) == "ok"
+    assert outcome_in_child(lambda: Parser(edited(tables, lambda parts: None))) == "ok"
 
 
 @pytest.mark.parametrize("edit", [e for _, e in BROKEN_TABLES], ids=[n for n, _ in BROKEN_TABLES])
-def test_broken_table_is_refused_at_construction(arguments: tuple[Any, ...], edit: Edit) -> None:
-    broken = edited(arguments, edit)
-    outcome = outcome_in_child(lambda: Parser(*broken))
+def test_broken_table_is_refused_at_construction(tables: ParserTables, edit: Edit) -> None:
+    broken = edited(tables, edit)
+    outcome = outcome_in_child(lambda: Parser(broken))
     assert outcome.startswith("ValueError: Parser:"), outcome
+
+
+# Tables of the wrong type or shape, or not given: each error names the table (the
+# parser reads them by name, so no order of columns has to match).
+MISPLACED_TABLES: list[tuple[str, Edit, str]] = [
+    ("rule_len shorter", shorter("rule_len"), "'rule_len'"),
+    (
+        "xset_start as int32",
+        lambda p: p.update(xset_start=p["xset_start"].astype(np.int32)),
+        "'xset_start'",
+    ),
+    ("ignored as int32", lambda p: p.update(ignored=p["ignored"].astype(np.int32)), "'ignored'"),
+    ("masks as float32", lambda p: p.update(masks=p["masks"].view(np.float32)), "'masks'"),
+    ("masks not flat", lambda p: p.update(masks=p["masks"].reshape(1, -1)), "'masks'"),
+    ("num_words past int32", lambda p: p.update(num_words=2**40), "num_words"),
+]
+
+
+@pytest.mark.parametrize(
+    ("edit", "named"),
+    [(e, n) for _, e, n in MISPLACED_TABLES],
+    ids=[name for name, _, _ in MISPLACED_TABLES],
+)
+def test_misplaced_table_is_named_in_the_error(tables: ParserTables, edit: Edit, named: str):
+    outcome = outcome_in_child(lambda: Parser(edited(tables, edit)))
+    assert outcome.startswith("ValueError: Parser:") and named in outcome, outcome
+
+
+def test_missing_table_is_named(tables: ParserTables) -> None:
+    class Partial:
+        def __getattr__(self, name: str) -> Any:
+            if name == "run_skip":
+                raise AttributeError(name)
+            return getattr(tables, name)
+
+    with pytest.raises(TypeError, match="no table 'run_skip'"):
+        Parser(Partial())
 
 
 def _looping_parse_table(parts: dict[str, Any], empty_rule: bool) -> None:
@@ -216,8 +250,8 @@ def _looping_parse_table(parts: dict[str, Any], empty_rule: bool) -> None:
     )
 
 
-def _feed_twice(arguments: tuple[Any, ...]) -> None:
-    parser = Parser(*arguments)
+def _feed_twice(tables: ParserTables) -> None:
+    parser = Parser(tables)
     stack, _ = parser.feed(0, 0)
     assert stack == 1
     try:
@@ -228,29 +262,29 @@ def _feed_twice(arguments: tuple[Any, ...]) -> None:
             parser.feed(0, 0)
 
 
-def _end_after_one(arguments: tuple[Any, ...]) -> None:
-    parser = Parser(*arguments)
+def _end_after_one(tables: ParserTables) -> None:
+    parser = Parser(tables)
     stack, _ = parser.feed(0, 0)
     parser.accepts_end(stack)
 
 
 @pytest.mark.parametrize("empty_rule", [False, True], ids=["cycle", "growth"])
-def test_reduction_loop_raises_instead_of_hanging(arguments: tuple[Any, ...], empty_rule: bool):
-    looping = edited(arguments, lambda parts: _looping_parse_table(parts, empty_rule))
+def test_reduction_loop_raises_instead_of_hanging(tables: ParserTables, empty_rule: bool):
+    looping = edited(tables, lambda parts: _looping_parse_table(parts, empty_rule))
     outcome = outcome_in_child(lambda: _feed_twice(looping), timeout_s=30)
     assert outcome == "ValueError: Parser: inconsistent tables: the parse table reduces without end"
     outcome = outcome_in_child(lambda: _end_after_one(looping), timeout_s=30)
     assert outcome.startswith("ValueError: Parser: inconsistent tables"), outcome
 
 
-def test_sequence_appended_wrong_raises_where_read(arguments: tuple[Any, ...]) -> None:
+def test_sequence_appended_wrong_raises_where_read(tables: ParserTables) -> None:
     """Python appends sequences after construction: a malformed one is refused where the
     parser reads it, not followed around a loop."""
 
     def apply_self_parented() -> None:
-        args = edited(arguments, lambda parts: None)
-        parser = Parser(*args)
-        parent, terminal, context = args[1]
+        fresh = edited(tables, lambda parts: None)
+        parser = Parser(fresh)
+        parent, terminal, context = fresh.seq_parent, fresh.seq_terminal, fresh.seq_context
         parent.append(len(parent))  # its own parent
         terminal.append(0)
         context.append(0)

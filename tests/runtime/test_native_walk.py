@@ -25,7 +25,7 @@ from fsmcompile.tables.grammar_index import GrammarIndex
 from fsmcompile.tables.lexer_walks import walk_bytes
 
 MAX_WALK_READINGS = 4096
-"""`MAX_WALK_READINGS` of `_native.c`: 2^12 readings, 13 dashes. The grammar tests' 1.4
+"""`MAX_WALK_READINGS` of `native/parser_walk.c`: 2^12 readings, 13 dashes. The grammar tests' 1.4
 million legitimate walks hold at most 294 readings."""
 
 

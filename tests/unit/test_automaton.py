@@ -433,10 +433,10 @@ def test_hopcroft_refine_matches_reference(seed: int) -> None:
     ],
 )
 def test_refine_rejects_bad_tables(trans, blocks, num_blocks, match) -> None:
-    from fsmcompile.automaton import _refine
+    from fsmcompile import _native
 
     with pytest.raises(ValueError, match=match):
-        _refine.refine(trans, blocks, num_blocks)
+        _native.refine_partition(trans, blocks, num_blocks)
 
 
 def test_refine_on_a_long_chain_between_loops_is_exact() -> None:
@@ -605,7 +605,7 @@ def test_reachable_and_coreachable_match_a_plain_search(seed: int) -> None:
 
 
 def test_reachability_follows_a_long_chain_and_rejects_bad_tables() -> None:
-    from fsmcompile.automaton import _reach
+    from fsmcompile import _native
     from fsmcompile.automaton.fragment import coreachable, reachable
 
     n = 100_000
@@ -617,11 +617,11 @@ def test_reachability_follows_a_long_chain_and_rejects_bad_tables() -> None:
     assert coreachable(chain, accepting).all()
     marks = np.zeros(2, dtype=np.bool_)
     with pytest.raises(ValueError, match="names no state"):
-        _reach.mark_reached(np.full((2, 1), 2, dtype=np.int32), marks, False)
+        _native.mark_reached(np.full((2, 1), 2, dtype=np.int32), marks, False)
     with pytest.raises(ValueError, match="int32"):
-        _reach.mark_reached(np.zeros((2, 1), dtype=np.int64), marks, False)
+        _native.mark_reached(np.zeros((2, 1), dtype=np.int64), marks, False)
     with pytest.raises(ValueError, match="one byte per state"):
-        _reach.mark_reached(np.zeros((3, 1), dtype=np.int32), marks, True)
+        _native.mark_reached(np.zeros((3, 1), dtype=np.int32), marks, True)
 
 
 def reference_bfs(trans: np.ndarray, start: int) -> list[int]:
@@ -639,7 +639,7 @@ def reference_bfs(trans: np.ndarray, start: int) -> list[int]:
 
 @pytest.mark.parametrize("seed", range(30))
 def test_bfs_order_matches_a_plain_search(seed: int) -> None:
-    from fsmcompile.automaton import _reach
+    from fsmcompile import _native
 
     rng = np.random.default_rng(1300 + seed)
     size, width = int(rng.integers(1, 60)), int(rng.integers(1, 6))
@@ -647,11 +647,11 @@ def test_bfs_order_matches_a_plain_search(seed: int) -> None:
     trans[rng.random(trans.shape) < 0.5] = -1
     start = int(rng.integers(0, size))
     new_id = np.empty(size, dtype=np.int32)
-    reached = _reach.bfs_order(trans, start, new_id)
+    reached = _native.bfs_order(trans, start, new_id)
     expected = reference_bfs(trans, start)
     assert new_id.tolist() == expected
     assert reached == sum(i >= 0 for i in expected)
     with pytest.raises(ValueError, match="start names no state"):
-        _reach.bfs_order(trans, size, new_id)
+        _native.bfs_order(trans, size, new_id)
     with pytest.raises(ValueError, match="int32"):
-        _reach.bfs_order(trans, 0, np.empty(size, dtype=np.int64))
+        _native.bfs_order(trans, 0, np.empty(size, dtype=np.int64))

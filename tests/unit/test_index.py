@@ -260,8 +260,8 @@ def test_unique_mask_rows_matches_sorting_every_row(collide: bool, monkeypatch) 
 
 @pytest.mark.parametrize(("dtype", "width"), [(np.int32, 9), (np.int32, 4009), (np.uint64, 3)])
 def test_row_hashes_equal_rows_alike_distinct_rows_apart(dtype, width) -> None:
+    from fsmcompile import _native
     from fsmcompile.index.wide_rows import row_hashes
-    from fsmcompile.tables import _bits
 
     rng = np.random.default_rng(width)
     info = np.iinfo(dtype)
@@ -274,9 +274,9 @@ def test_row_hashes_equal_rows_alike_distinct_rows_apart(dtype, width) -> None:
     assert np.array_equal(again[:300], hashed) and np.array_equal(again[300:], hashed[::-1])
     assert row_hashes(distinct[:0]).shape == (0,)
     with pytest.raises(ValueError, match="one value per row"):
-        _bits.row_hashes(distinct, np.empty(299, dtype=np.uint64))
+        _native.row_hashes(distinct, np.empty(299, dtype=np.uint64))
     with pytest.raises(ValueError, match="4- or 8-byte"):
-        _bits.row_hashes(distinct.astype(np.int16), np.empty(300, dtype=np.uint64))
+        _native.row_hashes(distinct.astype(np.int16), np.empty(300, dtype=np.uint64))
 
 
 @pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint64])

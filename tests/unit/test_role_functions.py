@@ -15,11 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fsmcompile import _native
 from fsmcompile.compiler import ROOT_RULE, lower_spec
 from fsmcompile.grammar.from_rules import grammar_from_rules
 from fsmcompile.index.cfg.lexer_build import build_lexer_automaton
 from fsmcompile.index.cfg.lexer_shapes import lexer_shapes
-from fsmcompile.index.dfa import _role_walk
 from fsmcompile.index.dfa.regions import Region, find_regions
 from fsmcompile.index.dfa.role_functions import RoleWalk, walk_role_functions
 from fsmcompile.tables.byte_dfa import ByteDFA
@@ -187,11 +187,11 @@ def test_native_walk_depths_not_depth_first_raise_value_error() -> None:
     depths = trie.node_depths().copy()
     depths[1] = 2  # deeper than a child of the root
     with pytest.raises(ValueError, match="depth-first"):
-        _role_walk.walk_role_functions(*_native_arguments(trie, depths))
+        _native.walk_role_functions(*_native_arguments(trie, depths))
 
 
 def test_native_walk_wrong_item_size_raises_type_error() -> None:
     trie = TokenTrie.build([b"ab", b"b"], np.arange(2, dtype=np.int64))
     depths = trie.node_depths().astype(np.int32)
     with pytest.raises(TypeError, match="node_depth has items of 4 bytes, not 8"):
-        _role_walk.walk_role_functions(*_native_arguments(trie, depths))
+        _native.walk_role_functions(*_native_arguments(trie, depths))

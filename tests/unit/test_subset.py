@@ -1,4 +1,4 @@
-"""The subset and product constructions (C walks, `_subset.c`) against their Python
+"""The subset and product constructions (C walks, `native/subset.c`) against their Python
 definition (`subset_reference.py`): the same fragment state for state (same numbering,
 same accepting flags) and the same budget errors, on random fragments and on the ones
 real regexes and JSON Schemas build."""
@@ -21,7 +21,8 @@ from subset_reference import (
     subset_repeat_reference,
 )
 
-from fsmcompile.automaton import _subset, compose, subset
+from fsmcompile import _native
+from fsmcompile.automaton import compose, subset
 from fsmcompile.automaton.fragment import Fragment
 from fsmcompile.budget import Budget
 from fsmcompile.compile_memos import CompileMemos
@@ -445,17 +446,17 @@ def test_walks_reject_tables_naming_no_state() -> None:
     bad = np.array([[0, 2, -1], [0, 0, 0]], dtype=np.int32)
     flags = np.zeros(2, dtype=np.bool_)
     with pytest.raises(ValueError, match="outside"):
-        _subset.product_pair(good, bad, flags, flags, limits)
+        _native.product_pair(good, bad, flags, flags, limits)
     with pytest.raises(ValueError, match="int32"):
-        _subset.product_pair(good.astype(np.int64), good, flags, flags, limits)
+        _native.product_pair(good.astype(np.int64), good, flags, flags, limits)
     with pytest.raises(ValueError, match="flags"):
-        _subset.product_union(good, np.zeros(3, dtype=np.bool_), np.array([0], np.int32), limits)
+        _native.product_union(good, np.zeros(3, dtype=np.bool_), np.array([0], np.int32), limits)
     with pytest.raises(ValueError, match="outside"):
-        _subset.subset_concat(
+        _native.subset_concat(
             good, good, flags, flags, np.array([2], np.int32), np.array([0], np.int32), limits
         )
     with pytest.raises(ValueError, match="out of range"):
-        _subset.subset_repeat(good, flags, -1, 3, limits)
+        _native.subset_repeat(good, flags, -1, 3, limits)
 
 
 def test_concat_walk_stops_at_a_deadline_passed_while_walking() -> None:
@@ -473,8 +474,8 @@ def test_concat_walk_stops_at_a_deadline_passed_while_walking() -> None:
     base = left.num_states + right.num_states
     a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
     args = (a, b, left.accepting, right.accepting, seed_a, seed_b)
-    done = _subset.subset_concat(*args, (10**6, float("inf"), 10**7, base))
+    done = _native.subset_concat(*args, (10**6, float("inf"), 10**7, base))
     assert done[2] == 0 and len(done[1]) > 256
-    stopped = _subset.subset_concat(*args, (10**6, time.monotonic() - 1, 10**7, base))
+    stopped = _native.subset_concat(*args, (10**6, time.monotonic() - 1, 10**7, base))
     assert stopped[2] == 3  # at the first reserve: the first new state
     assert len(stopped[1]) == 0

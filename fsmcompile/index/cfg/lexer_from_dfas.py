@@ -1,5 +1,5 @@
 """The lexer of a generated grammar (every terminal has an automaton, no keywords): the
-subset construction on (terminal, automaton state) threads directly, in C (`_lexer.c`).
+subset construction on (terminal, automaton state) threads directly, in C (`native/lexer.c`).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from fsmcompile.index.cfg import _lexer
+from fsmcompile import _native
 from fsmcompile.index.cfg.lexer import Countable
 from fsmcompile.index.cfg.lexer_counted import terminal_automaton
 from fsmcompile.index.cfg.lexer_limits import SharedCountedState, lexer_timeout, too_many_states
@@ -36,7 +36,7 @@ def build_lexer_from_dfas(
     terminal's start, which may not end a lexeme before a byte. States are interned and
     visited in the order `build_lexer_from_nfa` visits them, so both give the same automaton.
 
-    The state loop runs in C (`_lexer.c`; in Python it took 200-290 ms of a 2 s
+    The state loop runs in C (`native/lexer.c`; in Python it took 200-290 ms of a 2 s
     WashingtonPost compile); Python prepares the threads (`_ThreadTables`) and raises what
     the walk stopped for.
     """
@@ -53,7 +53,7 @@ def build_lexer_from_dfas(
     threads = _ThreadTables.of(automata, item_moves, class_byte)
     ctx_entries = [threads.entry[t] for context in grammar.contexts for t in context.terminals]
     ctx_ptr = np.cumsum([0, *(len(context.terminals) for context in grammar.contexts)])
-    stop, result = _lexer.build_lexer(
+    stop, result = _native.build_lexer(
         threads.moves,
         threads.accepting,
         threads.term_of,
@@ -94,7 +94,7 @@ def build_lexer_from_dfas(
     )
 
 
-# How the C walk stopped (`_lexer.c`): the error the Python raised there.
+# How the C walk stopped (`native/lexer.c`): the error the Python raised there.
 _STOP_STATES, _STOP_DEADLINE, _STOP_SHARED = 1, 2, 3
 
 

@@ -12,7 +12,7 @@ the last complete character decide them), so they are interned and their moves b
 memoized: the trie costs one table lookup per node and entry depth, and the role
 arithmetic runs once per distinct (function, byte). Even so, level-by-level numpy cost
 3-70 ms a shape with Llama 3, a large share of a median JSON Schema compile, so the pass
-is C (`_role_walk.c`).
+is C (`native/role_walk.c`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from fsmcompile.index.dfa import _role_walk
+from fsmcompile import _native
 from fsmcompile.vocabulary.trie import TokenTrie
 
 MAX_ROLES = 128
@@ -81,7 +81,7 @@ def walk_role_functions(
         raise ValueError(f"expected an entry depth of at least 0; got top={top}")
     num_tokens = int(trie.token_node.shape[0])
     end_role = np.empty((top + 1, num_tokens, num_roles), dtype=np.int8)
-    exits = _role_walk.walk_role_functions(
+    exits = _native.walk_role_functions(
         table,
         num_roles,
         np.ascontiguousarray(trie.node_byte, dtype=np.uint8),

@@ -4,7 +4,7 @@ Each trie node holds the states reached there, each tagged with a bitset of the 
 (start states) that reach it. States are replaced by their liveness class at the node's
 height, so pairs from different origins that can no longer be told apart merge and are
 walked once. Cost grows with the number of distinct live pairs, not with states x
-vocabulary x token length. The walk itself is C (`_live_walk.c`, depth first): the numpy
+vocabulary x token length. The walk itself is C (`native/live_walk.c`, depth first): the numpy
 walk it replaced spent ~0.7 s of a large schema's 2 s budget sorting and reducing each
 level's pairs.
 """
@@ -18,9 +18,9 @@ from typing import cast
 import numpy as np
 import numpy.typing as npt
 
+from fsmcompile import _native
 from fsmcompile.budget import check_deadline
 from fsmcompile.errors import BudgetExceededError
-from fsmcompile.index.dfa import _live_walk
 from fsmcompile.index.dfa.levels import LivenessLevels
 from fsmcompile.index.wide_rows import unique_wide_rows
 from fsmcompile.tables.bits import bitmask_words, pack_gathered_rows
@@ -131,7 +131,7 @@ def walk_live_tokens(
         _int64(starting),
         *injected,
     )
-    found = _live_walk.walk(
+    found = _native.walk_live_tokens(
         arrays, dfa.num_classes, reached, math.inf if deadline is None else float(deadline)
     )
     if found is None:

@@ -1,3 +1,0 @@
-"""Type stub of the minimizer's C module (`_refine.c`)."""
-
-def refine(trans: object, blocks: object, num_blocks: int, /) -> int: ...
