@@ -5,7 +5,6 @@ valid ones through and stopped the invalid ones."""
 from __future__ import annotations
 
 import statistics
-import sys
 import time
 from typing import Any
 
@@ -164,11 +163,9 @@ def check_schema(
 def drop_runtime_caches() -> None:
     """Empty the runtime's per-index table LRUs (up to 32 indexes each), which would
     otherwise keep the last schemas' indexes alive in a long run."""
-    for name in ("fsmcompile.runtime.matcher", "fsmcompile.runtime.grammar_tables"):
-        module = sys.modules.get(name)
-        cache = getattr(module, "_tables_cache", None)
-        if cache is not None:
-            cache.clear()
+    from fsmcompile.runtime.matcher import clear_table_memos
+
+    clear_table_memos()
 
 
 def warm_up(vocab: Any, options: dict[str, Any]) -> None:

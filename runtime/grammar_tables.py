@@ -435,3 +435,10 @@ _fitting_rows: StageMemo[tuple[str, bytes], npt.NDArray[np.int32]] = StageMemo(
 def grammar_tables_for(index: GrammarIndex) -> GrammarTables:
     """The shared `GrammarTables` of `index` (LRU of 16, keyed by `tables_key`)."""
     return _tables_cache.get_or_make(tables_key(index), lambda: GrammarTables(index))
+
+
+def clear_grammar_table_memos() -> None:
+    """Forget every grammar index's tables and the per-state rows they grew (a benchmark
+    measuring a first mask, or a server dropping indexes it will not see again)."""
+    for memo in (_tables_cache, _items_grown, _fitting_rows):
+        memo.clear()

@@ -291,3 +291,8 @@ def tables_key(index: TokenIndex | LazyTokenIndex | GrammarIndex) -> tuple[objec
 
 
 _UNREAD = frozenset({"vocabulary", "kind", "spec_hash", "_next"})
+
+
+def clear_index_table_memos() -> None:
+    """Forget every DFA index's tables (see `clear_table_memos` in matcher.py)."""
+    _tables_cache.clear()

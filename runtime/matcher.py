@@ -18,7 +18,8 @@ from fsmcompile.tables.token_index import TokenIndex
 from .base import TERMINATED, Matcher, TokenMatcher
 from .dfa_matcher import DfaMatcher
 from .grammar_matcher import GrammarMatcher
-from .index_tables import IndexTables, tables_for, tables_key
+from .grammar_tables import clear_grammar_table_memos
+from .index_tables import IndexTables, clear_index_table_memos, tables_for, tables_key
 
 __all__ = [
     "TERMINATED",
@@ -27,6 +28,7 @@ __all__ = [
     "IndexTables",
     "Matcher",
     "TokenMatcher",
+    "clear_table_memos",
     "matcher_for",
     "tables_for",
     "tables_key",
@@ -36,3 +38,11 @@ __all__ = [
 def matcher_for(index: TokenIndex | LazyTokenIndex | GrammarIndex) -> Matcher:
     """A fresh matcher for any compiled index: `Matcher(index)`."""
     return Matcher(index)
+
+
+def clear_table_memos() -> None:
+    """Forget the lookup tables every index's matchers share, built on an index's first
+    matcher and kept (LRU) for the next: what a process measuring its first mask for a
+    spec, as a server seeing it for the first time would, must start without."""
+    clear_index_table_memos()
+    clear_grammar_table_memos()

@@ -45,16 +45,11 @@ class FsmcompileEngine(Engine):
         and the `functools` caches of shared pieces (Unicode classes, format regexes,
         UTF-8 range automata). The runtime's per-index table memos are emptied as well: a
         first mask builds its tables."""
-        from fsmcompile.runtime import grammar_tables, index_tables
+        from fsmcompile.runtime.matcher import clear_table_memos
 
-        for memo in (
-            *self.compiler.memos.stage_memos(),
-            index_tables._tables_cache,
-            grammar_tables._tables_cache,
-            grammar_tables._items_grown,
-            grammar_tables._fitting_rows,
-        ):
+        for memo in self.compiler.memos.stage_memos():
             memo.clear()
+        clear_table_memos()
 
     def _compiler(self, vocab: Any) -> Any:
         from fsmcompile import Compiler
