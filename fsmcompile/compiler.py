@@ -99,6 +99,9 @@ class CompileResult:
         cache_hit: whether it came from a cache tier instead of a compile.
         cache_tier: the tier that answered ('memory', 'disk', 'redis') on a hit.
         compile_s: seconds spent compiling (None on a hit).
+        artifact_bytes: the serialized index the cache stored or returned (None when no
+            cache was used), so a caller writing the artifact out does not serialize it
+            a second time.
     """
 
     index: Index
@@ -106,6 +109,7 @@ class CompileResult:
     cache_hit: bool
     cache_tier: str | None
     compile_s: float | None
+    artifact_bytes: bytes | None = None
 
     @property
     def num_states(self) -> int:
@@ -230,7 +234,10 @@ class Compiler:
             built.append(compute())
             return artifact.to_bytes(built[0])
 
+        seen: list[bytes] = []
+
         def decode(data: bytes) -> Index:
+            seen.append(data)
             return built[0] if built else artifact.from_bytes(data, self.vocab, source=key)
 
         index, event = self.cache.get_or_compute(key, compute_bytes, decode=decode)
@@ -240,7 +247,8 @@ class Compiler:
             "hit" if event.hit else "miss",
             f" ({event.tier})" if event.tier else "",
         )
-        return CompileResult(index, key, event.hit, event.tier, event.compile_s)
+        data = seen[-1] if seen else None
+        return CompileResult(index, key, event.hit, event.tier, event.compile_s, data)
 
     def compile_lazy(
         self, kind: Kind, spec: Any, *, options: SpecOptions | None = None

@@ -72,7 +72,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
             cache=cache_argument(args),
             progress=console.progress,
         )
-        data = artifact.to_bytes(result.index)  # once: its size is reported, it is written
+        # Once: the cache's copy when there is one; its size is reported, it is written.
+        data = result.artifact_bytes or artifact.to_bytes(result.index)
         size = len(data)
         if args.output:
             artifact.write_artifact_file(data, args.output)

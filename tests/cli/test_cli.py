@@ -154,6 +154,19 @@ def test_cli_compile_serializes_once_and_writes_what_it_reports(
     assert code == 0, err
     assert calls == [target.stat().st_size] == [json.loads(out)["artifact_bytes"]]
 
+    # Through the cache: the miss serializes once to store the entry and writes those
+    # bytes; the hit serializes nothing and writes what the cache returned.
+    written = target.read_bytes()
+    cached = ["--json", "--regex", "(on|off)", "-t", TOKENIZER, "-o", str(target)]
+    cached += ["--cache-dir", str(tmp_path / "cache")]
+    for expected_calls in ([len(written)], []):
+        calls.clear()
+        target.unlink()
+        code, out, err = run(capsys, *cached)
+        assert code == 0, err
+        assert calls == expected_calls
+        assert target.read_bytes() == written
+
 
 def test_cli_cache_dir_option_places_the_disk_tier(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
