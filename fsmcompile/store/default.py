@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any
 
 from fsmcompile.store.base import Store
 from fsmcompile.store.cache import TieredCache
@@ -49,7 +48,7 @@ def default_cache(
         return cache
 
 
-def resolve_cache(cache: Any) -> TieredCache | None:
+def resolve_cache(cache: bool | str | TieredCache | None) -> TieredCache | None:
     """Map a `cache=` argument to a cache: True default, False/None none, or as given."""
     if cache is None or cache is False:
         return None
