@@ -19,6 +19,7 @@ from fsmcompile.index.cfg.lexer_from_dfas import dfa_byte_classes
 from fsmcompile.index.cfg.lexer_from_nfa import LexerTable
 from fsmcompile.index.cfg.lexer_limits import SharedCountedState
 from fsmcompile.tables.lark_grammar import LarkGrammar
+from fsmcompile.tables.lexer_automaton import LexerAutomaton
 
 
 def build_lexer_automaton_reference(
@@ -27,7 +28,7 @@ def build_lexer_automaton_reference(
     max_states: int,
     deadline: float | None = None,
     countable: gl.Countable | None = None,
-) -> gl.LexerAutomaton:
+) -> LexerAutomaton:
     """`build_lexer_automaton` of a generated grammar, with the Python construction."""
     unrolled: frozenset[int] = frozenset()
     while True:
@@ -45,7 +46,7 @@ def build_lexer_from_dfas_reference(
     deadline: float | None,
     countable: gl.Countable | None,
     unrolled: frozenset[int] = frozenset(),
-) -> gl.LexerAutomaton:
+) -> LexerAutomaton:
     """`_build_lexer_from_dfas`, the state loop in Python."""
     automata = []
     bound_of: list[int] = []

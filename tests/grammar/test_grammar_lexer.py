@@ -21,6 +21,7 @@ from lark.lexer import TextSlice, Token
 from support import random_moves
 
 from fsmcompile.automaton.fragment import coreachable
+from fsmcompile.compile_memos import current_memos
 from fsmcompile.errors import BudgetExceededError
 from fsmcompile.frontend.lark.terminals import equivalent_pattern
 from fsmcompile.grammar import load_lark_grammar
@@ -363,12 +364,12 @@ def test_lexing_check_rounds_share_their_grammars_pair_answers(name, monkeypatch
         return real(*args)
 
     monkeypatch.setattr(lexing_check, "lexing_conflict", counted)
-    lexing_check._conflicts.clear()
+    current_memos().conflicts.clear()
     answers: lexing_check.Answers = {}
     lexing_check.check_contexts(grammar, answers)
     assert computed and len(answers) >= len(computed)
     first = len(computed)
-    lexing_check._conflicts.clear()
+    current_memos().conflicts.clear()
     lexing_check.check_contexts(grammar, answers)
     assert len(computed) == first
     lexing_check.check_contexts(grammar)  # no answers given: all computed again

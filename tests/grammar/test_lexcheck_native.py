@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from lexcheck_reference import Lists, lexing_conflict_lists
 
 from fsmcompile import _native
+from fsmcompile.compile_memos import current_memos
 from fsmcompile.grammar import from_rules, lexing_check
 from fsmcompile.grammar.lexing_check import DROPPED
 from fsmcompile.tables.byte_dfa import ByteDFA
@@ -77,7 +78,7 @@ def _recording(monkeypatch: pytest.MonkeyPatch) -> list[Call]:
         return real(a, b, same, first, follows)
 
     monkeypatch.setattr(lexing_check, "lexing_conflict", recorded)
-    lexing_check._conflicts.clear()
+    current_memos().conflicts.clear()
     return calls
 
 

@@ -26,13 +26,13 @@ from lexer_reference import build_lexer_automaton_reference, build_lexer_from_df
 from fsmcompile.automaton import build_dfa
 from fsmcompile.errors import BudgetExceededError, UnsupportedFeatureError
 from fsmcompile.grammar import load_lark_grammar
-from fsmcompile.index.cfg import lexer as gl
 from fsmcompile.index.cfg.fresh_items import countable_for
 from fsmcompile.index.cfg.lexer_build import build_lexer_automaton
 from fsmcompile.index.cfg.lexer_from_dfas import build_lexer_from_dfas
 from fsmcompile.index.cfg.lexer_limits import SharedCountedState
 from fsmcompile.ir.nodes import Alt, Concat, CountedRepeat, Node, Repeat, chars, literal
 from fsmcompile.tables.lark_grammar import LarkGrammar
+from fsmcompile.tables.lexer_automaton import LexerAutomaton
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpora" / "jsonschemabench"
 SCHEMAS = (
@@ -87,7 +87,7 @@ FIELDS = (
 )
 
 
-def _assert_same(built: gl.LexerAutomaton, reference: gl.LexerAutomaton) -> None:
+def _assert_same(built: LexerAutomaton, reference: LexerAutomaton) -> None:
     for name in FIELDS:
         ours, theirs = getattr(built, name), getattr(reference, name)
         assert ours.dtype == theirs.dtype, name
@@ -108,8 +108,8 @@ def _outcome(build: Any, *args: Any) -> Any:
 def _assert_same_outcome(grammar: LarkGrammar, *args: Any) -> Any:
     built = _outcome(build_lexer_from_dfas, grammar, *args)
     reference = _outcome(build_lexer_from_dfas_reference, grammar, *args)
-    if isinstance(reference, gl.LexerAutomaton):
-        assert isinstance(built, gl.LexerAutomaton), built
+    if isinstance(reference, LexerAutomaton):
+        assert isinstance(built, LexerAutomaton), built
         _assert_same(built, reference)
     else:
         assert built == reference
@@ -133,7 +133,7 @@ def _corpus_schema(schema_id: str) -> Any:
         return next(r for r in map(json.loads, handle) if r["id"] == schema_id)["schema"]
 
 
-def _check_grammar(grammar: LarkGrammar, vocab: Any) -> gl.LexerAutomaton:
+def _check_grammar(grammar: LarkGrammar, vocab: Any) -> LexerAutomaton:
     countable = countable_for(vocab, grammar)
     built = build_lexer_automaton(grammar, max_states=200_000, countable=countable)
     reference = build_lexer_automaton_reference(grammar, max_states=200_000, countable=countable)
