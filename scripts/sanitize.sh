@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build the C module (fsmcompile._native) with AddressSanitizer and UndefinedBehaviorSanitizer into a
+# Build the C module (fsmcompile._native) with AddressSanitizer and UBSan into a
 # separate tree and run the tests that drive the C code against it: an out-of-bounds
 # read or write, a use after free or undefined behaviour fails the run at the line that
 # did it, where the plain build might only compute a wrong mask or crash later.
@@ -71,6 +71,7 @@ tests=(
   tests/unit/test_live_walk.py
   tests/unit/test_subset.py
   tests/unit/test_automaton.py
+  tests/unit/test_automaton_kernels.py
   tests/unit/test_index.py
   tests/unit/test_native_stub.py
 )
