@@ -25,6 +25,8 @@ CASES: list[dict[str, Any]] = [
     {"not": {"anyOf": [{"$ref": "#/$defs/uuid"}, {"type": "object"}]}, "$defs": DEFS},
     {"type": "number", "not": {"oneOf": [{"multipleOf": 2}, {"multipleOf": 5}]}},
     {"not": {"enum": ["a", 2], "maxLength": 3}},
+    # a negation inside the negated schema: multiples of 5 and every non-number but null
+    {"not": {"anyOf": [{"not": {"multipleOf": 5}}, {"type": "null"}], "comment": "unknown"}},
 ]
 EXTRA = ['"0123abcd"', '"0123abcx"', "3", "3.5", "4", "20", "25", '{"a":1}', "[1]", '["a"]']
 

@@ -140,7 +140,13 @@ def _containers(lw: Lowerer, conj: Conjunction) -> dict[Atom, bool] | None:
             for name in names:
                 atoms -= TYPE_ATOMS.get(name, frozenset())
         elif not keys or not keys <= {"pattern", "enum", "const", "type"}:
-            simple = False
+            # A negation the lowering complements too: it accepts the containers its
+            # schema accepts none of.
+            inner = _containers(lw, collect(lw, [neg], option=True))
+            if inner is None:
+                simple = False
+            else:
+                atoms -= {atom for atom, all_of_them in inner.items() if all_of_them}
         else:  # excluded values: all containers stay unless one is excluded
             listed = list(schema.get("enum", [])) + ([schema["const"]] if "const" in keys else [])
             simple = simple and all(atom_of(v) not in CONTAINERS for v in listed)

@@ -27,7 +27,7 @@ from fsmcompile.frontend.json_schema.combinators import (
     possible_atoms,
     synthetic,
 )
-from fsmcompile.frontend.json_schema.keywords import ANNOTATIONS
+from fsmcompile.frontend.json_schema.keywords import CONSTRAINING
 from fsmcompile.frontend.json_schema.lowering_result import Lowered
 from fsmcompile.frontend.json_schema.strings import STRING_KEYWORDS, narrow_content
 from fsmcompile.frontend.json_schema.values import atom_of
@@ -104,7 +104,7 @@ def complete_keywords(branch: Conjunction) -> bool:
     subset format, no lookahead)."""
     for part in branch.parts:
         schema: dict[str, Any] = part.schema
-        if any(key not in COMPLETE_KEYWORDS and key not in ANNOTATIONS for key in schema):
+        if any(key in CONSTRAINING and key not in COMPLETE_KEYWORDS for key in schema):
             return False
         if schema.get("format") in SUBSET_FORMATS:
             return False
