@@ -123,8 +123,28 @@ def add_kind_option(parser: argparse.ArgumentParser, help_text: str) -> None:
     parser.add_argument("--kind", choices=["regex", "json", "lark"], default=None, help=help_text)
 
 
+_JSON_FLAGS: dict[str, tuple[str, str]] = {
+    "lenient_formats": (
+        "--lenient-formats",
+        "JSON Schema: read `format: regex` as any string (reported) instead of refusing it",
+    ),
+    "integer_fractions": (
+        "--integer-fractions",
+        "JSON Schema: an integer may also be written with a zero fraction (1.0, 1.00)",
+    ),
+    "listed_escapes": (
+        "--listed-escapes",
+        "JSON Schema: enum/const strings and property names in every JSON spelling "
+        "(\\u0061 for a), not only raw",
+    ),
+}
+"""`JsonOptions` switches (off by default) and their flags: option name -> (flag, help)."""
+
+
 def add_spec_options(parser: argparse.ArgumentParser) -> None:
-    """The kind-specific compile options: `--whitespace`, `--lenient`, `--import-path`."""
+    """The kind-specific compile options: `--whitespace`, `--lenient`, the JSON Schema
+    relaxations of `JsonOptions` (`--lenient-formats`, `--integer-fractions`,
+    `--listed-escapes`), `--import-path`."""
     parser.add_argument(
         "--whitespace",
         choices=["compact", "standard", "flexible"],
@@ -136,6 +156,8 @@ def add_spec_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="JSON Schema: drop unenforceable keywords and report them",
     )
+    for flag, help_text in _JSON_FLAGS.values():
+        parser.add_argument(flag, action="store_true", help=help_text)
     parser.add_argument(
         "--import-path",
         action="append",
@@ -168,6 +190,9 @@ def spec_options(kind: Kind, args: argparse.Namespace) -> dict[str, Any]:
         options["whitespace"] = args.whitespace
     if args.lenient:
         options["strict"] = False
+    for name in _JSON_FLAGS:
+        if getattr(args, name, False):
+            options[name] = True
     return options
 
 

@@ -175,3 +175,39 @@ def test_cli_cache_dir_option_places_the_disk_tier(
     assert run(capsys, *argv)[0] == 0
     keys = list(DiskStore(tmp_path / "c").keys())
     assert len(keys) == 1 and keys[0].startswith("regex-")
+
+
+@pytest.mark.parametrize(
+    ("flag", "schema", "text"),
+    [
+        ("--integer-fractions", {"type": "integer"}, "1.0"),
+        ("--listed-escapes", {"enum": ["ab"]}, '"\\u0061b"'),
+        ("--lenient-formats", {"type": "string", "format": "regex"}, '"a+"'),
+    ],
+)
+def test_cli_json_option_flags_change_the_language_and_the_cache_key(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    flag: str,
+    schema: dict[str, Any],
+    text: str,
+) -> None:
+    spec = tmp_path / "s.json"
+    spec.write_text(json.dumps(schema))
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    default, relaxed = tmp_path / "default.fsm", tmp_path / "relaxed.fsm"
+    code, _, err = run(capsys, str(spec), "-t", TOKENIZER, "-o", str(default), *cache)
+    if flag == "--lenient-formats":
+        # Off, `format: regex` is refused outright (strict mode).
+        assert code == 1 and "regex" in err
+    else:
+        assert code == 0, err
+        code, out, _ = run(capsys, "check", str(default), text, "-t", TOKENIZER)
+        assert code == 1 and out.startswith("rejected")
+    code, out, err = run(capsys, str(spec), "-t", TOKENIZER, "-o", str(relaxed), flag, *cache)
+    assert code == 0, err
+    assert "cache: miss" in out
+    code, out, _ = run(capsys, "check", str(relaxed), text, "-t", TOKENIZER)
+    assert code == 0 and out.startswith("accepted")
+    entries = list(DiskStore(tmp_path / "cache").keys())
+    assert len(entries) == (1 if flag == "--lenient-formats" else 2)

@@ -22,6 +22,7 @@ from fsmcompile.frontend.json_schema.negation import negate
 from fsmcompile.frontend.json_schema.numbers import Bound, numeric_bounds
 from fsmcompile.frontend.json_schema.refs import Location, escape_token, is_legacy
 from fsmcompile.frontend.json_schema.values import atom_of, json_key
+from fsmcompile.ir.nodes import Node
 
 if TYPE_CHECKING:
     from fsmcompile.frontend.json_schema.lower import Lowerer
@@ -130,6 +131,8 @@ class Conjunction:
         excluded_values: values a `not: {enum: [...]}` forbids.
         excluded_patterns: (where, pattern) for each `not: {pattern: p}`: strings matching
             p are forbidden.
+        excluded_scalars: (where, language) for each `not` of a regular scalar schema:
+            canonical scalar texts in the language are forbidden (complement.py).
     """
 
     parts: list[Location] = field(default_factory=list)
@@ -139,6 +142,7 @@ class Conjunction:
     forbidden_keys: set[str] = field(default_factory=set)
     excluded_values: list[Any] = field(default_factory=list)
     excluded_patterns: list[tuple[Location, str]] = field(default_factory=list)
+    excluded_scalars: list[tuple[Location, Node]] = field(default_factory=list)
 
     def key(self) -> tuple[Any, ...]:
         """Identity for memoization: which objects, groups and negations it holds."""

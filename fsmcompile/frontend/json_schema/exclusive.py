@@ -27,7 +27,7 @@ from fsmcompile.frontend.json_schema.combinators import (
     possible_atoms,
     synthetic,
 )
-from fsmcompile.frontend.json_schema.keywords import ANNOTATIONS
+from fsmcompile.frontend.json_schema.keywords import CONSTRAINING
 from fsmcompile.frontend.json_schema.lowering_result import Lowered
 from fsmcompile.frontend.json_schema.strings import STRING_KEYWORDS, narrow_content
 from fsmcompile.frontend.json_schema.values import atom_of
@@ -95,9 +95,16 @@ def _complete(lw: Lowerer, branch: Conjunction) -> bool:
         atoms &= {atom_of(value) for value in values}
     if atoms - SCALAR_ATOMS:
         return False
+    return complete_keywords(branch)
+
+
+def complete_keywords(branch: Conjunction) -> bool:
+    """Whether the keywords of every part of a flat branch are lowered completely on the
+    canonical scalar texts of their instances (no keyword outside `COMPLETE_KEYWORDS`, no
+    subset format, no lookahead)."""
     for part in branch.parts:
         schema: dict[str, Any] = part.schema
-        if any(key not in COMPLETE_KEYWORDS and key not in ANNOTATIONS for key in schema):
+        if any(key in CONSTRAINING and key not in COMPLETE_KEYWORDS for key in schema):
             return False
         if schema.get("format") in SUBSET_FORMATS:
             return False
@@ -107,17 +114,17 @@ def _complete(lw: Lowerer, branch: Conjunction) -> bool:
     return True
 
 
-def _plain(node: Node) -> Node:
+def plain(node: Node) -> Node:
     """`node` with each `CountedRepeat` unrolled as the `Repeat` it is: inside a
     difference no lexer terminal can count it. Sub-trees without one stay shared."""
     if not any(isinstance(n, CountedRepeat) for n in nodes(node)):
         return node
     if isinstance(node, Repeat):
-        return Repeat(_plain(node.item), node.min, node.max)
+        return Repeat(plain(node.item), node.min, node.max)
     if isinstance(node, Diff):
-        return Diff((_plain(node.items[0]), _plain(node.items[1])))
+        return Diff((plain(node.items[0]), plain(node.items[1])))
     if isinstance(node, Concat | Alt | And):
-        return type(node)(tuple(_plain(item) for item in node.items))
+        return type(node)(tuple(plain(item) for item in node.items))
     return node
 
 
@@ -138,7 +145,8 @@ def _without_groups(branch: Conjunction) -> Conjunction:
 _FLATTENED = frozenset({"anyOf", "oneOf", "allOf", "$ref", "not"})
 
 
-def _regular(lowered: Lowered) -> bool:
+def is_regular(lowered: Lowered) -> bool:
+    """Whether `lowered` is one automaton (no rule reference): a side of a difference."""
     return not lowered.unbounded and not any(isinstance(n, Ref) for n in nodes(lowered.node))
 
 
@@ -149,13 +157,13 @@ def exclusive_union(lw: Lowerer, branches: list[Conjunction]) -> Lowered | None:
         return None
     lowered = [lw.lower_conj(branch) for branch in branches]
     alone = [lw.lower_conj(_without_groups(branch)) for branch in branches]
-    if not all(_regular(item) for item in lowered + alone):
+    if not all(is_regular(item) for item in lowered + alone):
         return None
-    languages = [_plain(item.node) for item in alone]
+    languages = [plain(item.node) for item in alone]
     canonical = canonical_scalars()
     exclusive = [
         without(
-            And((_plain(item.node), canonical)),
+            And((plain(item.node), canonical)),
             alt(*(o for j, o in enumerate(languages) if j != i)),
         )
         for i, item in enumerate(lowered)

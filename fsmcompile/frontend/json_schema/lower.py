@@ -30,8 +30,9 @@ from fsmcompile.frontend.json_schema.combinators import (
     synthetic,
     type_atoms,
 )
+from fsmcompile.frontend.json_schema.complement import scalar_complement, subtract_scalars
 from fsmcompile.frontend.json_schema.document import check_document, parse_schema_text
-from fsmcompile.frontend.json_schema.exclusive import exclusive_union
+from fsmcompile.frontend.json_schema.exclusive import SCALAR_ATOMS, exclusive_union
 from fsmcompile.frontend.json_schema.instances import InstanceChecker
 from fsmcompile.frontend.json_schema.keywords import ANNOTATIONS, CONSTRAINING, TYPE_ATOMS, Atom
 from fsmcompile.frontend.json_schema.lowering_result import NOTHING_LOWERED, Lowered
@@ -433,11 +434,16 @@ class Lowerer:
         if not keys:
             return frozenset()  # not {} is false
         if not negation_supported(schema):
+            complement = scalar_complement(self, neg)
+            if complement is not None:
+                conj.excluded_scalars.append((neg, complement.language))
+                return atoms - complement.removed
             self.report(
                 neg.where.rsplit("/", 1)[0] if neg.where.endswith("/not") else neg.where,
                 "not",
                 "negating this shape needs a complement automaton; only type, enum/const, "
-                "required, pattern, properties, bounds and allOf of those are negated",
+                "required, pattern, properties, bounds and allOf of those are negated, and "
+                "regular scalar schemas that accept all objects and arrays or none",
             )
             return atoms
         if keys == {"type"}:
@@ -469,6 +475,13 @@ class Lowerer:
         return atoms
 
     def _lower_types(self, conj: Conjunction, atoms: frozenset[Atom]) -> Lowered:
+        if not conj.excluded_scalars or not atoms & SCALAR_ATOMS:
+            return self._lower_atoms(conj, atoms)
+        scalars = self._lower_atoms(conj, atoms & SCALAR_ATOMS)
+        containers = self._lower_atoms(conj, atoms - SCALAR_ATOMS)
+        return _union([subtract_scalars(self, conj, scalars), containers])
+
+    def _lower_atoms(self, conj: Conjunction, atoms: frozenset[Atom]) -> Lowered:
         results: list[Lowered] = []
         excluded = conj.excluded_values
         if "null" in atoms:

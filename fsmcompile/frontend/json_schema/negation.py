@@ -4,10 +4,11 @@ The IR cannot complement an automaton, but most negated schemas in practice are
 conjunctions of simple keywords, and De Morgan turns their negation into a union of
 simple *positive* schemas: not {required: [a, b]} is "an object without a, or one
 without b"; not {properties: {kind: {const: "x"}}} is "an object with kind present and
-kind != "x""; not {minimum: 3} is "not a number, or a number < 3". Leaves that need a
-true complement (`type`, scalar `enum`/`const`, one `required` key, one `pattern`) stay
-as `{"not": …}` and are lowered by the negation support in lower.py. Shapes outside this
-set return None and are reported as unsupported by the caller.
+kind != "x""; not {minimum: 3} is "a number < 3" (a value of another type satisfies
+`minimum`, so its negation holds numbers only). Leaves that need a true complement
+(`type`, scalar `enum`/`const`, one `required` key, one `pattern`) stay as `{"not": …}`
+and are lowered by the negation support in lower.py. Shapes outside this set return
+None and are reported as unsupported by the caller.
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ def negate(schema: Any, depth: int = 0) -> list[dict[str, Any]] | None:
                 if offset < 0 and value == 0:
                     continue  # minLength 0 and friends always hold
                 value = int(value) + offset
-            out.append({"not": {"type": kind}})
+            # Values of other types satisfy a bound, so only `kind` can fail it.
             out.append({"type": kind, flipped: value})
         elif keyword == "allOf":
             for sub in value:
