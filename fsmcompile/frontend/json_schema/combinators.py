@@ -28,6 +28,11 @@ if TYPE_CHECKING:
     from fsmcompile.frontend.json_schema.lower import Lowerer
 
 
+MAX_DISTRIBUTED = 64
+"""Most alternatives `anyOf`/`oneOf` groups of one conjunction are multiplied out to;
+past it the groups are intersected as automata instead (sound, possibly stricter)."""
+
+
 @dataclass
 class Group:
     """One `anyOf` or `oneOf`: exactly one (or at least one) option must hold.

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from fsmcompile.frontend.json_schema.combinators import (
+    MAX_DISTRIBUTED,
     Conjunction,
     collect,
     enum_values,
@@ -92,7 +93,6 @@ def subtract_scalars(lw: Lowerer, conj: Conjunction, scalars: Lowered) -> Lowere
 def _branches(lw: Lowerer, conj: Conjunction) -> list[Conjunction] | None:
     """`conj` with its first group distributed (as the lowering does), None past the
     lowering's distribution cap (where it intersects groups: a subset)."""
-    from fsmcompile.frontend.json_schema.lower import MAX_DISTRIBUTED
 
     if math.prod(len(g.options) for g in conj.groups) > MAX_DISTRIBUTED:
         return None

@@ -20,6 +20,7 @@ from fsmcompile.budget import check_deadline
 from fsmcompile.errors import BudgetExceededError, SchemaError, UnsupportedFeatureError
 from fsmcompile.frontend.json_schema.arrays import lower_array
 from fsmcompile.frontend.json_schema.combinators import (
+    MAX_DISTRIBUTED,
     Conjunction,
     Group,
     collect,
@@ -59,10 +60,6 @@ ANY_RULE = "any"
 
 _VALUES_PER_CHECK = 256
 """enum/const values validated between deadline checks (a value takes microseconds)."""
-
-MAX_DISTRIBUTED = 64
-"""Most alternatives `anyOf`/`oneOf` groups of one conjunction are multiplied out to;
-past it the groups are intersected as automata instead (sound, possibly stricter)."""
 
 
 def schema_to_ir(
