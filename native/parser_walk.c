@@ -49,10 +49,14 @@ typedef struct {
     int32_t emitted, state, cons, grown, fresh;
 } Reading;
 
-/* Most readings one byte of a walk may hold. A grammar's walks hold a few; tables whose
- * shifts lead to several contexts let every repeated terminal double them (2^(n-1) for n
- * dashes), so past this bound the walk ends in a ValueError, never an exponential wait. */
-#define MAX_WALK_READINGS 4096
+/* Most readings one byte of a walk may hold. Most grammars' walks hold a few, but a cut
+ * tries every context a shift of its terminal may lead to, each as its own reading: after
+ * a `}` that closes one of many optional objects a Kubernetes schema's grammar has a few
+ * hundred, and `}}` needed more than 16,384 readings at its second byte (2^14 failed, 2^16
+ * walks it). Tables whose shifts lead to several contexts let every repeated terminal
+ * double them (2^(n-1) for n dashes: 2^15 readings take 0.3 s), so past this bound the
+ * walk ends in a ValueError, never an exponential wait. */
+#define MAX_WALK_READINGS 65536
 
 typedef struct {
     Vec em_parent, em_terminal, em_context; /* emitted sequences: node -> parent + step */
