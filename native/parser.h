@@ -106,6 +106,7 @@ typedef struct {
     Vec union_at;    /* per union entry: where (row, count, run ids...) start */
     Vec union_pool;
     Map interned;       /* digest of a row's bytes -> row id */
+    Map ctxset_ids;     /* hash of a context set's sorted contexts -> its set id */
     int32_t num_kill_rows, num_terminals, num_classes, num_rules;
     Py_ssize_t vocab_size, num_ctxsets;
     Vec chain;       /* `apply`'s sequences on their way up to a known prefix */
@@ -123,7 +124,7 @@ typedef struct {
 #define PARSER_MAPS(self)                                                                 \
     &(self)->stack_ids, &(self)->feed_memo, &(self)->apply_memo, &(self)->xset_memo,      \
         &(self)->end_memo, &(self)->combo_ids, &(self)->row_exact, &(self)->row_suffix,   \
-        &(self)->suffix_lengths, &(self)->union_rows, &(self)->interned
+        &(self)->suffix_lengths, &(self)->union_rows, &(self)->interned, &(self)->ctxset_ids
 
 static inline int64_t pack(int32_t result, int32_t floor) {
     return ((int64_t)(result + 1) << 32) | (uint32_t)floor;
@@ -183,6 +184,8 @@ enum { INSIDE_DEAD = -1, INSIDE_MAY_CUT = -2 };
 int32_t advance_inside(Parser *self, int32_t stack, int32_t state, int64_t count,
                        Py_ssize_t token, int64_t *grown);
 PyObject *Parser_walk_bytes(Parser *self, PyObject *const *args, Py_ssize_t nargs);
+/* Fill `ctxset_ids` from the index's context sets (after the tables are checked). */
+int index_context_sets(Parser *self);
 
 /* ---- parser_tables.c: construction ------------------------------------------------------- */
 

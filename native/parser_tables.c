@@ -446,7 +446,7 @@ PyObject *Parser_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
         if (map_init(maps[i], 1024) < 0) goto fail;
     }
     if (vec_push(&self->parent, -1) < 0 || vec_push(&self->state, start_state) < 0 ||
-        vec_push(&self->depth, 0) < 0)
+        vec_push(&self->depth, 0) < 0 || index_context_sets(self) < 0)
         goto fail;
     return (PyObject *)self;
 fail:

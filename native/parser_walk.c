@@ -66,6 +66,8 @@ typedef struct {
     size_t num_cur, num_next, capacity;
     int32_t *scratch;
     size_t scratch_len, scratch_cap;
+    void *restarts; /* Restart[restarts_cap]: one cut's next lexemes */
+    size_t restarts_cap;
     size_t too_many_at; /* 1 + the offset of the byte past MAX_WALK_READINGS; 0 if none */
     int failed;
 } Walk;
@@ -92,6 +94,7 @@ static void walk_free(Walk *w) {
     PyMem_Free(w->cur);
     PyMem_Free(w->next);
     PyMem_Free(w->scratch);
+    PyMem_Free(w->restarts);
 }
 
 /* The key under which an id of hash `h` is first looked for; on a collision the next
@@ -134,6 +137,52 @@ static int compare_int32(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* ---- context sets ----------------------------------------------------------------------- */
+
+/* The index's context sets by content, so a walk's cut can name the set the index built for
+ * the same contexts (`ctxset_ids`): set k holds ctxset_context[start[k]:start[k + 1]],
+ * sorted. */
+int index_context_sets(Parser *self) {
+    const int64_t *start = A(self, B_CTXSET_START, int64_t);
+    const int32_t *members = A(self, B_CTXSET_CONTEXT, int32_t);
+    for (Py_ssize_t k = 0; k < self->num_ctxsets; k++) {
+        int64_t key = hash_key(hash_ints(members + start[k], (size_t)(start[k + 1] - start[k]))), at;
+        while (map_get(&self->ctxset_ids, key, &at)) key = next_key(key);
+        if (map_put(&self->ctxset_ids, key, (int64_t)k) < 0) return -1;
+    }
+    return 0;
+}
+
+/* The context id standing for the sorted `contexts` (n >= 2): the index's set of exactly
+ * those, or -1 when it has none (the walk then keeps them apart, as exact, only larger). */
+static int32_t context_set_id(const Parser *self, const int32_t *contexts, size_t n) {
+    const int64_t *start = A(self, B_CTXSET_START, int64_t);
+    const int32_t *members = A(self, B_CTXSET_CONTEXT, int32_t);
+    int64_t key = hash_key(hash_ints(contexts, n)), k;
+    for (; map_get(&self->ctxset_ids, key, &k); key = next_key(key)) {
+        if ((size_t)(start[k + 1] - start[k]) == n &&
+            !memcmp(members + start[k], contexts, n * sizeof(int32_t)))
+            return self->num_contexts + (int32_t)k;
+    }
+    return -1;
+}
+
+/* A cut's next lexemes: per context a shift of the terminal may lead to, the move of the
+ * byte from that context's start state. Sorted by (target, item start, context), contexts
+ * with one target and item start are a run: their readings differ only in the context the
+ * emitted step names, so a run the index has a set for becomes one reading naming the set
+ * (the parser's check is then membership), as the index's own walk made it. */
+typedef struct {
+    int32_t target, item, context;
+} Restart;
+
+static int compare_restart(const void *a, const void *b) {
+    const Restart *x = a, *y = b;
+    if (x->target != y->target) return (x->target > y->target) - (x->target < y->target);
+    if (x->item != y->item) return (x->item > y->item) - (x->item < y->item);
+    return (x->context > y->context) - (x->context < y->context);
+}
+
 /* The id of the set of the `count` states in `items` (sorted and deduplicated here). */
 static int32_t constraint_set(Walk *w, int32_t *items, size_t count) {
     qsort(items, count, sizeof(int32_t), compare_int32);
@@ -170,6 +219,21 @@ static int32_t *walk_scratch(Walk *w, size_t size) {
         w->scratch_cap = cap;
     }
     return w->scratch;
+}
+
+/* Room for `size` restarts of one cut (`w->restarts`, kept from call to call). */
+static Restart *walk_restarts(Walk *w, size_t size) {
+    if (size > w->restarts_cap) {
+        size_t cap = size < 64 ? 64 : size * 2;
+        Restart *items = PyMem_Realloc(w->restarts, cap * sizeof(Restart));
+        if (!items) {
+            w->failed = 1;
+            return NULL;
+        }
+        w->restarts = items;
+        w->restarts_cap = cap;
+    }
+    return w->restarts;
 }
 
 /* Add `r` to the readings after this byte, unless it is there already (a hash lookup: a
@@ -269,15 +333,41 @@ static void walk_readings(Parser *self, Walk *w, int32_t state, const int32_t *c
                 out[shi - slo] = nq;
                 cut = constraint_set(w, out, (size_t)(shi - slo) + 1);
             }
-            int64_t lo_ctx = ignored[lab] ? 0 : ctx_start[lab];
-            int64_t hi_ctx = ignored[lab] ? 1 : ctx_start[lab + 1];
-            for (int64_t c = lo_ctx; c < hi_ctx; c++) {
-                int32_t after = r.emitted, context = ignored[lab] ? restart[r.state] : next_ctx[c];
-                if (!ignored[lab]) after = emitted_node(w, r.emitted, lab, context);
-                int64_t begin = (int64_t)context_start[context] * width + cls;
+            if (ignored[lab]) { /* the restart context: the same one, no step emitted */
+                int64_t begin = (int64_t)context_start[restart[r.state]] * width + cls;
                 if (moves[begin] >= 0)
-                    add_reading(w, (Reading){after, moves[begin], cut, r.grown, starts[begin]},
+                    add_reading(w, (Reading){r.emitted, moves[begin], cut, r.grown, starts[begin]},
                                 at);
+                continue;
+            }
+            size_t n = 0;
+            Restart *next = walk_restarts(w, (size_t)(ctx_start[lab + 1] - ctx_start[lab]));
+            if (!next) return;
+            for (int64_t c = ctx_start[lab]; c < ctx_start[lab + 1]; c++) {
+                int64_t begin = (int64_t)context_start[next_ctx[c]] * width + cls;
+                if (moves[begin] >= 0)
+                    next[n++] = (Restart){moves[begin], starts[begin], next_ctx[c]};
+            }
+            if (self->num_ctxsets && n > 1) qsort(next, n, sizeof(Restart), compare_restart);
+            for (size_t i = 0, j; i < n; i = j) {
+                for (j = i + 1; j < n && next[j].target == next[i].target &&
+                                next[j].item == next[i].item;
+                     j++) {
+                }
+                int32_t set = -1;
+                if (j - i > 1 && self->num_ctxsets) {
+                    int32_t *members = walk_scratch(w, j - i);
+                    if (!members) return;
+                    for (size_t k = i; k < j; k++) members[k - i] = next[k].context;
+                    set = context_set_id(self, members, j - i);
+                }
+                for (size_t k = i; k < j; k++) {
+                    int32_t context = set >= 0 ? set : next[k].context;
+                    int32_t after = emitted_node(w, r.emitted, lab, context);
+                    add_reading(w, (Reading){after, next[i].target, cut, r.grown, next[i].item},
+                                at);
+                    if (set >= 0) break;
+                }
             }
         }
         Reading *swap = w->cur;

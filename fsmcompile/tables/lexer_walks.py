@@ -9,6 +9,8 @@ equal lexemes of different grammars share their counted-item rows.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -17,6 +19,9 @@ from fsmcompile.tables.bits import pack_bool_rows
 from fsmcompile.tables.byte_dfa import classes_by_first_byte
 from fsmcompile.tables.lexer_automaton import LexerAutomaton
 from fsmcompile.vocabulary.trie import TokenTrie
+
+if TYPE_CHECKING:
+    from fsmcompile.tables.grammar_index import GrammarIndex
 
 Emitted = tuple[tuple[int, int], ...]
 """Terminals a token completes, each with the lexer context assumed after it."""
@@ -46,6 +51,15 @@ def step_constraints_of(
     return frozenset(out)
 
 
+def context_set_ids(index: GrammarIndex) -> dict[tuple[int, ...], int]:
+    """The context id of each of `index`'s context sets, by its sorted contexts (what
+    `walk_bytes` names a cut's contexts by when they share a future)."""
+    start = index.ctxset_start.tolist()
+    members = index.ctxset_context.tolist()
+    base = int(index.lexer.context_start.shape[0])  # id K + k names set k
+    return {tuple(members[start[k] : start[k + 1]]): base + k for k in range(len(start) - 1)}
+
+
 def walk_bytes(
     lexer: LexerAutomaton,
     next_contexts: list[list[int]],
@@ -53,6 +67,7 @@ def walk_bytes(
     state: int,
     constraints: frozenset[int],
     data: bytes,
+    context_sets: Mapping[tuple[int, ...], int] | None = None,
 ) -> list[tuple[Emitted, int, frozenset[int], int, int]]:
     """Every outcome of feeding `data` to the lexer from `state` (the slow, obvious walk).
 
@@ -62,7 +77,10 @@ def walk_bytes(
     (emitted, end state, open constraints, grown, fresh) tuples, deduplicated: `grown`
     counts the items (`LexerAutomaton.char_start`) added to the lexeme `state` is in,
     `fresh` those of the lexeme the walk ends in when that is a later one (-1 when it is
-    the same).
+    the same). Contexts a cut may start the next lexeme in whose start states the byte
+    takes to one state (with one item start) differ only in the context their step names:
+    where `context_sets` has a set of exactly those, one outcome names the set (the
+    parser's check is then membership), as the index's walk does (`ContextSets`).
     """
     trans = lexer.transitions
     label = lexer.label
@@ -87,19 +105,23 @@ def walk_bytes(
             if lab < 0 or (nq >= 0 and label[nq] >= 0):
                 continue
             cut_cons = stepped | {nq} if nq >= 0 else stepped
-            restarts = (
-                [(emitted, int(lexer.context_start[lexer.restart_context[q]]))]
-                if ignored[lab]
-                else [
-                    (emitted + ((lab, ctx),), int(lexer.context_start[ctx]))
-                    for ctx in next_contexts[lab]
-                ]
-            )
-            for after, start in restarts:
-                fresh_state = int(trans[start, cls])
-                if fresh_state >= 0:
+            if ignored[lab]:
+                start = int(lexer.context_start[lexer.restart_context[q]])
+                if int(trans[start, cls]) >= 0:
                     item = int(starts[start, cls])
-                    nxt_configs.add((after, fresh_state, cut_cons, grown, item))
+                    nxt_configs.add((emitted, int(trans[start, cls]), cut_cons, grown, item))
+                continue
+            runs: dict[tuple[int, int], list[int]] = {}
+            for ctx in next_contexts[lab]:
+                start = int(lexer.context_start[ctx])
+                if int(trans[start, cls]) >= 0:
+                    runs.setdefault((int(trans[start, cls]), int(starts[start, cls])), []).append(
+                        ctx
+                    )
+            for (fresh_state, item), contexts in runs.items():
+                named = (context_sets or {}).get(tuple(sorted(contexts)))
+                for ctx in [named] if named is not None and len(contexts) > 1 else contexts:
+                    nxt_configs.add((emitted + ((lab, ctx),), fresh_state, cut_cons, grown, item))
         configs = nxt_configs
         if not configs:
             break

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from fsmcompile.compiler import compile_json_schema
 from fsmcompile.runtime.grammar_parser import sequence_preorder
 from fsmcompile.runtime.grammar_tables import GrammarTables
-from fsmcompile.tables.lexer_walks import walk_bytes
+from fsmcompile.tables.lexer_walks import context_set_ids, walk_bytes
 
 
 @st.composite
@@ -64,8 +64,9 @@ def testsequence_preorder_puts_each_sequence_before_exactly_its_extensions(table
 def _reference_walk(tables: GrammarTables, state: int, data: bytes) -> tuple:
     """The outcomes of `walk_bytes` itself, numbered as the tables number them."""
     out = []
+    sets = context_set_ids(tables.index)
     for emitted, end, constraints, grown, fresh in walk_bytes(
-        tables.lexer, tables._next_contexts, tables._ignored, state, frozenset(), data
+        tables.lexer, tables._next_contexts, tables._ignored, state, frozenset(), data, sets
     ):
         seq = 0
         for terminal, context in emitted:
@@ -92,6 +93,7 @@ def test_c_walk_of_every_reading_is_walk_bytes(source, gpt2):
     ]
     tokens = rng.sample(range(gpt2.size), 60) + rng.sample(structural, 60)
     unlabelled = np.flatnonzero(lexer.label < 0).tolist()
+    sets = context_set_ids(index)
     constraint_sets = [frozenset(), frozenset(unlabelled[:1]), frozenset(unlabelled[1:4])]
     cuts = several = constrained = 0
     for state in range(lexer.num_states):
@@ -99,7 +101,7 @@ def test_c_walk_of_every_reading_is_walk_bytes(source, gpt2):
             data = gpt2.token_bytes[token]
             for cons in constraint_sets:
                 expected = walk_bytes(
-                    lexer, tables._next_contexts, tables._ignored, state, cons, data
+                    lexer, tables._next_contexts, tables._ignored, state, cons, data, sets
                 )
                 got = tables._parser.walk_bytes(state, sorted(cons), data)
                 readings = [(e, q, frozenset(c), g, f) for e, q, c, g, f in got]
