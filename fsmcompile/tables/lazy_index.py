@@ -19,9 +19,8 @@ import numpy as np
 import numpy.typing as npt
 
 from fsmcompile.errors import FsmcompileError
-from fsmcompile.tables.bits import is_bit_set, unpack_row
 from fsmcompile.tables.byte_dfa import ByteDFA
-from fsmcompile.tables.token_index import TokenIndex, token_step
+from fsmcompile.tables.token_index import DfaQueries, TokenIndex, token_step
 from fsmcompile.types import StateId, TokenId
 from fsmcompile.vocabulary import Vocabulary
 
@@ -36,7 +35,7 @@ Completer = Callable[[], TokenIndex]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class LazyTokenIndex:
+class LazyTokenIndex(DfaQueries):
     """A `TokenIndex` whose rows are made when a state is first asked for its mask.
 
     Safe to share between threads: rows are computed outside the lock (two threads may
@@ -101,18 +100,6 @@ class LazyTokenIndex:
             row.setflags(write=False)
         with self._lock:
             return self._rows.setdefault(state, row)
-
-    def is_allowed(self, state: StateId, token_id: TokenId) -> bool:
-        """Whether `token_id` may be sampled in `state` (EOS included)."""
-        return 0 <= token_id < self.vocab_size and is_bit_set(self.mask_row(state), token_id)
-
-    def allowed_token_ids(self, state: StateId) -> npt.NDArray[np.int64]:
-        """Sorted ids allowed in `state`."""
-        return np.flatnonzero(unpack_row(self.mask_row(state), self.vocab_size))
-
-    def is_accepting(self, state: StateId) -> bool:
-        """Whether the text so far is complete (EOS allowed)."""
-        return bool(self.dfa.accepting[state])
 
     def next_state(self, state: StateId, token_id: TokenId) -> StateId:
         """The state after `token_id`'s bytes, or DEAD (as `TokenIndex.next_state`)."""

@@ -13,8 +13,35 @@ from fsmcompile.types import DEAD, StateId, TokenId
 from fsmcompile.vocabulary import Vocabulary
 
 
+class DfaQueries:
+    """The questions every DFA index answers the same way from its `mask_row` (eager
+    `TokenIndex`, or `LazyTokenIndex` whose rows are made on first visit)."""
+
+    __slots__ = ()
+    dfa: ByteDFA
+
+    @property
+    def vocab_size(self) -> int:
+        raise NotImplementedError
+
+    def mask_row(self, state: StateId) -> npt.NDArray[np.int32]:
+        raise NotImplementedError
+
+    def is_allowed(self, state: StateId, token_id: TokenId) -> bool:
+        """Whether `token_id` may be sampled in `state` (EOS included)."""
+        return 0 <= token_id < self.vocab_size and is_bit_set(self.mask_row(state), token_id)
+
+    def allowed_token_ids(self, state: StateId) -> npt.NDArray[np.int64]:
+        """Sorted ids allowed in `state`."""
+        return np.flatnonzero(unpack_row(self.mask_row(state), self.vocab_size))
+
+    def is_accepting(self, state: StateId) -> bool:
+        """Whether the text so far is complete (EOS allowed)."""
+        return bool(self.dfa.accepting[state])
+
+
 @dataclass(frozen=True, slots=True, eq=False)
-class TokenIndex:
+class TokenIndex(DfaQueries):
     """What the runtime needs to mask logits for one spec and one tokenizer.
 
     The index never stores a state x token table: the next state after a token is a
@@ -50,18 +77,6 @@ class TokenIndex:
         """int32[W], the packed allowed tokens of `state` (a view, do not write to it)."""
         row: npt.NDArray[np.int32] = self.masks[int(self.state_mask[state])]
         return row
-
-    def is_allowed(self, state: StateId, token_id: TokenId) -> bool:
-        """Whether `token_id` may be sampled in `state` (EOS included)."""
-        return 0 <= token_id < self.vocab_size and is_bit_set(self.mask_row(state), token_id)
-
-    def allowed_token_ids(self, state: StateId) -> npt.NDArray[np.int64]:
-        """Sorted ids allowed in `state`."""
-        return np.flatnonzero(unpack_row(self.mask_row(state), self.vocab_size))
-
-    def is_accepting(self, state: StateId) -> bool:
-        """Whether the text so far is complete (EOS allowed)."""
-        return bool(self.dfa.accepting[state])
 
     def next_state(self, state: StateId, token_id: TokenId) -> StateId:
         """The state after `token_id`'s bytes, or DEAD when they leave the language.
