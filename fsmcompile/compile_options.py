@@ -67,10 +67,14 @@ def resolve_cache_arg(cache: CacheArg) -> Cache | None:
     """
     if cache is None or cache is False:
         return None
-    if cache is True or isinstance(cache, str):
-        from fsmcompile.store.default import resolve_cache
+    if cache is True:
+        from fsmcompile.store.default import configured_cache
 
-        return resolve_cache(cache)
+        return configured_cache()
+    if isinstance(cache, str):
+        from fsmcompile.store.default import default_cache
+
+        return default_cache(redis_url=cache)
     if isinstance(cache, Cache):
         return cache
     raise TypeError(

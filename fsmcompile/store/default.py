@@ -48,16 +48,7 @@ def default_cache(
         return cache
 
 
-def resolve_cache(cache: bool | str | TieredCache | None) -> TieredCache | None:
-    """Map a `cache=` argument to a cache: True default, False/None none, or as given."""
-    if cache is None or cache is False:
-        return None
-    if cache is True:
-        return default_cache(redis_url=os.environ.get("FSMCOMPILE_REDIS_URL") or None)
-    if isinstance(cache, str):
-        return default_cache(redis_url=cache)
-    if isinstance(cache, TieredCache):
-        return cache
-    raise TypeError(
-        f"cache must be True, False, None, a Redis URL or a TieredCache, not {type(cache).__name__}"
-    )
+def configured_cache() -> TieredCache:
+    """The default cache of this process's configuration: memory + disk, and Redis when
+    `FSMCOMPILE_REDIS_URL` names one (what `cache=True` means)."""
+    return default_cache(redis_url=os.environ.get("FSMCOMPILE_REDIS_URL") or None)

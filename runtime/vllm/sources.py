@@ -133,10 +133,9 @@ def resolve_index(reference: str, vocabulary: Vocabulary) -> AnyIndex:
 
 def _from_cache(key: str, vocabulary: Vocabulary) -> AnyIndex:
     from fsmcompile.artifact import from_bytes
-    from fsmcompile.store.default import resolve_cache
+    from fsmcompile.store.default import configured_cache
 
-    cache = resolve_cache(True)
-    data = cache.get(key) if cache is not None else None
+    data = configured_cache().get(key)
     if data is None:
         raise IndexReferenceError("index: no cache entry under that key")
     return from_bytes(data, vocabulary, source=key)
