@@ -56,7 +56,8 @@ class ParserTables:
     pair_context: Int32
     """int32[...]: the contexts of each pair."""
     origin_run: Int64
-    """int64[L + 1]: the runs of lexer state q are origin_run[q]:origin_run[q + 1]."""
+    """int64[2L]: the runs of lexer state q are origin_run[2q]:origin_run[2q + 1]; (-1, -1)
+    while q's groups are not walked yet (the parser raises `OriginPending`)."""
     run_seq: Int64
     """int64[R]: each run's emitted sequence."""
     run_xset: Int64
@@ -119,3 +120,23 @@ class ParserTables:
     """K."""
     num_words: int
     """W."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupTables:
+    """The runs, token groups and context sets `Parser(tables)` starts with and
+    `Parser.regroup(tables)` replaces: fields as in `ParserTables`. A lazy index's loader
+    (`lazy_origins.py`) appends to them, so ids handed in earlier keep their meaning."""
+
+    origin_run: Int64
+    run_seq: Int64
+    run_xset: Int64
+    run_skip: Int64
+    run_start: Int64
+    run_groups: Int32
+    group_dense: Int32
+    group_token_start: Int64
+    group_tokens: Int32
+    masks: Int32
+    ctxset_start: Int64
+    ctxset_context: Int32
