@@ -137,6 +137,10 @@ _JSON_FLAGS: dict[str, tuple[str, str]] = {
         "JSON Schema: enum/const strings and property names in every JSON spelling "
         "(\\u0061 for a), not only raw",
     ),
+    "exponent_numbers": (
+        "--exponent-numbers",
+        "JSON Schema: numbers under a bound may also be written with an exponent (1.5e2)",
+    ),
 }
 """`JsonOptions` switches (off by default) and their flags: option name -> (flag, help)."""
 
@@ -144,7 +148,7 @@ _JSON_FLAGS: dict[str, tuple[str, str]] = {
 def add_spec_options(parser: argparse.ArgumentParser) -> None:
     """The kind-specific compile options: `--whitespace`, `--lenient`, the JSON Schema
     relaxations of `JsonOptions` (`--lenient-formats`, `--integer-fractions`,
-    `--listed-escapes`), `--import-path`."""
+    `--listed-escapes`, `--exponent-numbers`), `--import-path`."""
     parser.add_argument(
         "--whitespace",
         choices=["compact", "standard", "flexible"],

@@ -62,6 +62,14 @@ class JsonOptions:
             them (`\\u0061` for `a`, `\\u00E9`, short escapes), for models that escape
             freely; it costs about six times the states of those strings' automata,
             which is why it is off.
+        exponent_numbers: False (default) writes a `number` under a bound other than 0
+            without an exponent (`150`, not `1.5e2`, under `maximum: 500`). True also
+            accepts every text with an exponent whose value lies inside the bounds,
+            exactly, for exponents up to 20 in magnitude (`1.5e2`, `15000E-2`, `1e+007`;
+            a zero mantissa with any exponent); with `integer_fractions` an `integer`
+            too may be written so (`1e2`, `1.5E+2`), and `enum`/`const` numbers match in
+            those spellings. Off because each exponent costs the number's automaton
+            about 15 states (`maximum: 500`: 12 -> 323).
     """
 
     whitespace: Whitespace = "compact"
@@ -73,6 +81,7 @@ class JsonOptions:
     lenient_formats: bool = False
     integer_fractions: bool = False
     listed_escapes: bool = False
+    exponent_numbers: bool = False
 
     def __post_init__(self) -> None:
         if self.whitespace not in WHITESPACES:
