@@ -56,7 +56,8 @@ class JsonOptions:
             JSON Schema calls `1.0` an integer, but most JSON parsers read it as a
             float, which a consumer of an integer field may refuse. True also accepts
             the integral value followed by `.0`, `.00`, ... (exact: bounds, `multipleOf`
-            and excluded values hold for the value, which the zeros do not change).
+            and excluded values hold for the value, which the zeros do not change); with
+            `exponent_numbers` also with an exponent.
         listed_escapes: False (default) spells listed strings (`enum`/`const` strings,
             property names, `propertyNames` values) raw, with only the escapes a
             character needs and `\\/`. True also accepts every other JSON spelling of
