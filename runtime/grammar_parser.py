@@ -114,7 +114,7 @@ def parser_tables(
         pair_ctx_start=pair_ctx_start,
         pair_any=u8([ctxs is None for _, ctxs in flat]),
         pair_context=i32([c for ctxs in pair_contexts for c in ctxs]),
-        origin_run=i64(runs.origin_run),
+        origin_run=origin_pairs(runs.origin_run),
         run_seq=i64(runs.seq),
         run_xset=i64(runs.xset),
         run_skip=i64(runs.skip),
@@ -149,6 +149,14 @@ def parser_tables(
         num_contexts=num_contexts,
         num_words=num_words,
     )
+
+
+def origin_pairs(origin_run: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """int64[2L]: the (first, past-last) run of each origin, from the CSR int64[L+1] of
+    `Runs`. The parser takes pairs so that a lazy index can append an origin's runs when
+    it first walks it, and mark the origins it has not walked (-1, -1)."""
+    csr = np.asarray(origin_run, dtype=np.int64)
+    return np.ascontiguousarray(np.stack([csr[:-1], csr[1:]], axis=1).reshape(-1))
 
 
 @dataclass(frozen=True, slots=True)
