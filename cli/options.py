@@ -137,6 +137,10 @@ _JSON_FLAGS: dict[str, tuple[str, str]] = {
         "JSON Schema: enum/const strings and property names in every JSON spelling "
         "(\\u0061 for a), not only raw",
     ),
+    "exponent_numbers": (
+        "--exponent-numbers",
+        "JSON Schema: numbers under a bound may also be written with an exponent (1.5e2)",
+    ),
 }
 """`JsonOptions` switches (off by default) and their flags: option name -> (flag, help)."""
 
@@ -144,7 +148,7 @@ _JSON_FLAGS: dict[str, tuple[str, str]] = {
 def add_spec_options(parser: argparse.ArgumentParser) -> None:
     """The kind-specific compile options: `--whitespace`, `--lenient`, the JSON Schema
     relaxations of `JsonOptions` (`--lenient-formats`, `--integer-fractions`,
-    `--listed-escapes`), `--import-path`."""
+    `--listed-escapes`, `--exponent-numbers`, `--any-order-max`), `--import-path`."""
     parser.add_argument(
         "--whitespace",
         choices=["compact", "standard", "flexible"],
@@ -158,6 +162,14 @@ def add_spec_options(parser: argparse.ArgumentParser) -> None:
     )
     for flag, help_text in _JSON_FLAGS.values():
         parser.add_argument(flag, action="store_true", help=help_text)
+    parser.add_argument(
+        "--any-order-max",
+        type=int,
+        default=0,
+        metavar="N",
+        help="JSON Schema: objects with 2 to N listed properties accept them in any order "
+        "(N at most 8; default 0: schema order)",
+    )
     parser.add_argument(
         "--import-path",
         action="append",
@@ -193,6 +205,8 @@ def spec_options(kind: Kind, args: argparse.Namespace) -> dict[str, Any]:
     for name in _JSON_FLAGS:
         if getattr(args, name, False):
             options[name] = True
+    if getattr(args, "any_order_max", 0):
+        options["any_order_max"] = args.any_order_max
     return options
 
 

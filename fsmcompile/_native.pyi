@@ -27,6 +27,17 @@ class _ParserTables(Protocol):
     @property
     def num_words(self) -> int: ...
 
+class _RunTables(Protocol):
+    """What `Parser.regroup` reads by name: the runs, token groups, dense rows and
+    context sets of `fsmcompile.runtime.parser_tables.ParserTables`."""
+
+    @property
+    def origin_run(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def run_seq(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def masks(self) -> npt.NDArray[np.int32]: ...
+
 # ---- the runtime: grammar parser, DFA token steps, bitmask rows (parser_*.c, dfa_walk.c,
 # bitmask.c, counted.c)
 
@@ -39,7 +50,8 @@ class Parser:
     that contradict one another (an id out of its table, offsets out of order, a reduction
     past the stack's bottom, a malformed emitted sequence); a call that meets what only
     running shows (a reduction loop, a sequence appended wrong) raises ValueError, and so
-    does every call after it.
+    does every call after it. A row that needs a pending lexer state (`origin_run` pair
+    -1, -1) raises `OriginPending` instead, only that call.
     """
 
     def __new__(cls, tables: _ParserTables, /) -> Parser: ...
@@ -64,8 +76,32 @@ class Parser:
     def write_row(self, bitmask: object, row: int, stack: int, lexer_state: int, /) -> None: ...
     def row_bytes(self, row: int, /) -> bytes: ...
     def intern(self, row: object, /) -> int: ...
+    def regroup(self, tables: _RunTables, /) -> None:
+        """Swap in new runs, token groups, dense rows and context sets: `origin_run`,
+        `run_seq`, `run_xset`, `run_skip`, `run_start`, `run_groups`, `group_dense`,
+        `group_token_start`, `group_tokens`, `masks`, `ctxset_start`, `ctxset_context`,
+        each of the item type the constructor takes, read by name.
+
+        For a lazy grammar index, which computes a lexer state's runs when a row first
+        needs them (`OriginPending`). The caller only appends: ids of runs, groups, dense
+        rows and context sets handed in before keep their meaning, since every cache
+        (rows, unions by run ids, dense-row combinations) stays. One that breaks this
+        gets wrong rows, never a read out of bounds: every id is checked against the new
+        tables.
+
+        Raises:
+            TypeError: a table is missing.
+            ValueError: a table of the wrong item type or size, or one that contradicts
+                the rest (the constructor's checks); the old tables then stay, and the
+                parser answers as before.
+        """
     def top(self, stack: int, /) -> tuple[int, int]: ...
     def suffix(self, stack: int, length: int, /) -> tuple[int, ...]: ...
+
+class OriginPending(LookupError):
+    """A row needs the runs of a lexer state (`args[0]`) that a lazy grammar index has not
+    computed yet: compute them, `Parser.regroup`, and ask again. Raised by `row`,
+    `write_row` and `row_plan`; the parser stays usable."""
 
 class DfaWalk:
     """A DFA index's token steps for the regex matcher (read-only tables)."""

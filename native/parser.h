@@ -13,8 +13,11 @@
  * plan is the lexer state's runs of token groups in path order.
  *
  * Arrays come in through the buffer protocol, each read by name from the tables object
- * the constructor takes, and are held for the parser's life; the sequence columns, which
- * the Python side appends to, are read through fresh buffers at each call that needs them.
+ * the constructor takes, and are held for the parser's life, but for the runs, groups,
+ * dense rows and context sets, which a lazy index grows as it walks new lexer states and
+ * hands in again (`regroup`; a state not walked yet is pending and stops a row with
+ * `OriginPending`); the sequence columns, which the Python side appends to, are read
+ * through fresh buffers at each call that needs them.
  */
 #ifndef FSMCOMPILE_PARSER_H
 #define FSMCOMPILE_PARSER_H
@@ -43,7 +46,7 @@ enum {
     B_PAIR_CTX_START,   /* int64[P + 1]: contexts of a pair; -1 at pair_any */
     B_PAIR_ANY,         /* uint8[P]: any context may follow */
     B_PAIR_CONTEXT,     /* int32[...] */
-    B_ORIGIN_RUN,       /* int64[L + 1]: the runs of lexer state q */
+    B_ORIGIN_RUN,       /* int64[2L]: lexer state q's runs [2q, 2q + 1); -1, -1 pending */
     B_RUN_SEQ,          /* int64[R] */
     B_RUN_XSET,         /* int64[R] */
     B_RUN_SKIP,         /* int64[R]: the first run past r's sequence and its extensions */
@@ -112,6 +115,7 @@ typedef struct {
     Vec chain;       /* `apply`'s sequences on their way up to a known prefix */
     int failed;         /* the call in progress ran out of memory, or met `broken` */
     const char *broken; /* what the tables got wrong, once a call found out (sticky) */
+    int32_t pending;    /* the first pending lexer state the call in progress met, or -1 */
 } Parser;
 
 /* Dense-row combinations kept per parser: unions of different token lists often OR the
@@ -191,6 +195,9 @@ int index_context_sets(Parser *self);
 
 PyObject *Parser_new(PyTypeObject *type, PyObject *args, PyObject *kwargs);
 void Parser_dealloc(Parser *self);
+/* Parser.regroup(tables): new runs, groups, dense rows and context sets, checked as at
+ * construction and swapped in whole, or an exception and the old tables kept. */
+PyObject *parser_regroup(Parser *self, PyObject *tables);
 /* Read the sequence columns for one call (`seq_valid` checks what they hold). */
 int acquire_sequences(Parser *self, Py_buffer views[3]);
 void release_sequences(Parser *self, Py_buffer views[3]);

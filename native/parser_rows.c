@@ -278,7 +278,9 @@ static int clear_row_caches(Parser *self) {
 
 int64_t row_of(Parser *self, int32_t stack, int32_t state);
 
-/* The row of one configuration, computed; its floor into *floor_out. -1 when failed. */
+/* The row of one configuration, computed; its floor into *floor_out. -1 when failed,
+ * here or in a start row it reads (`self->failed`): a row made without a pending part
+ * must not be interned as the pair's. */
 static int32_t compute_row(Parser *self, int32_t stack, int32_t state, int32_t *floor_out) {
     int32_t floor = valid_runs(self, stack, state);
     int64_t eos = config_accepts_end(self, stack, state);
@@ -330,8 +332,9 @@ static int32_t compute_row(Parser *self, int32_t stack, int32_t state, int32_t *
 }
 
 /* pack(row id, floor) of one unconstrained configuration: cached by the pair, then by the
- * stack's top down to the floor, else computed. A failed one (out of memory) has row -1
- * and sets self->failed. */
+ * stack's top down to the floor, else computed. A failed one (out of memory, or a pending
+ * lexer state met here or at a next lexeme's start, `compute_row`) has row -1, sets
+ * self->failed and is cached nowhere: after a regroup the pair is computed afresh. */
 int64_t row_of(Parser *self, int32_t stack, int32_t state) {
     int64_t key = ((int64_t)stack << 32) | (uint32_t)state, hit;
     if (map_get(&self->row_exact, key, &hit)) return hit;

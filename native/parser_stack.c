@@ -206,7 +206,9 @@ int64_t config_accepts_end(Parser *self, int32_t stack, int32_t state) {
 /* The runs of lexer `state` whose sequence and exit set `stack` accepts, into
  * self->valid; returns the floor. Runs come in path order: a rejected sequence skips its
  * extensions in one step, and siblings differing only in the context assumed after their
- * last terminal share one parser step. */
+ * last terminal share one parser step. A pending state (runs -1, -1: a lazy index has not
+ * walked it yet) fails the call, naming the state (`pending`), so nothing read without
+ * its runs is cached and the caller can regroup and ask again. */
 int32_t valid_runs(Parser *self, int32_t stack, int32_t state) {
     const int64_t *origin_run = A(self, B_ORIGIN_RUN, int64_t);
     const int64_t *run_seq = A(self, B_RUN_SEQ, int64_t);
@@ -217,7 +219,12 @@ int32_t valid_runs(Parser *self, int32_t stack, int32_t state) {
     int64_t last_seq = -1, last_parent = -1, last_terminal = -1;
     int32_t after = -1, stepped = -1, landing = -1;
     self->valid.len = 0;
-    int64_t run = origin_run[state], end = origin_run[state + 1];
+    int64_t run = origin_run[2 * (int64_t)state], end = origin_run[2 * (int64_t)state + 1];
+    if (run < 0) {
+        if (self->pending < 0) self->pending = state;
+        self->failed = 1;
+        return floor;
+    }
     while (run < end) {
         int64_t seq = run_seq[run];
         if (seq != last_seq) {

@@ -106,35 +106,87 @@ static int wrong_size(int table, Py_ssize_t found, Py_ssize_t expected, const ch
     return -1;
 }
 
-/* Every table's size against the counts the others give; the counts themselves are id
- * spaces, so each must fit an int32. */
-static int check_sizes(Parser *self, int32_t start_state) {
-    int32_t num_symbols = self->num_symbols, num_words = self->num_words;
-    int32_t num_contexts = self->num_contexts;
-    Py_ssize_t num_states = items(self, B_CONTEXT_OF_STATE);
-    Py_ssize_t num_lexer_states = items(self, B_ORIGIN_RUN) - 1;
-    Py_ssize_t num_pairs = items(self, B_PAIR_TERMINAL), num_rules = items(self, B_RULE_LHS);
-    Py_ssize_t num_runs = items(self, B_RUN_SEQ), num_groups = items(self, B_GROUP_DENSE);
-    Py_ssize_t num_xsets = items(self, B_XSET_FREE), num_moves = items(self, B_MOVES);
-    Py_ssize_t vocab_size = items(self, B_TEXT_START) - 1;
-    if (num_symbols < 1 || self->num_nonterminals < 0 || num_contexts < 0 || num_words < 0)
-        return refuse("num_symbols must be positive; num_nonterminals, num_contexts and "
-                      "num_words not negative");
-    struct { int table; Py_ssize_t count; } counts[] = {
-        {B_CONTEXT_OF_STATE, num_states}, {B_ORIGIN_RUN, num_lexer_states},
-        {B_RULE_LHS, num_rules},          {B_TEXT_START, vocab_size},
-        {B_RUN_SEQ, num_runs},            {B_GROUP_DENSE, num_groups},
-        {B_XSET_FREE, num_xsets},         {B_CTXSET_START, items(self, B_CTXSET_START) - 1},
-        {B_MASKS, num_words > 0 ? items(self, B_MASKS) / num_words : 0},
-    };
-    for (size_t i = 0; i < sizeof(counts) / sizeof(*counts); i++) {
+/* A count a table's length gives (an id space: it must fit an int32), and a table's
+ * length against what the others say. */
+typedef struct { int table; Py_ssize_t count; } Count;
+typedef struct { int table; Py_ssize_t expected; const char *rule; } Size;
+
+static int counts_ok(const Count *counts, size_t num) {
+    for (size_t i = 0; i < num; i++) {
         if (counts[i].count < 0 || counts[i].count >= INT32_MAX) {
             PyErr_Format(PyExc_ValueError, "Parser: table '%s' is empty or past int32 ids",
                          parser_tables[counts[i].table].name);
             return -1;
         }
     }
-    struct { int table; Py_ssize_t expected; const char *rule; } sizes[] = {
+    return 0;
+}
+
+static int sizes_ok(Parser *self, const Size *sizes, size_t num) {
+    for (size_t i = 0; i < num; i++) {
+        Py_ssize_t found = items(self, sizes[i].table);
+        if (found != sizes[i].expected)
+            return wrong_size(sizes[i].table, found, sizes[i].expected, sizes[i].rule);
+    }
+    return 0;
+}
+
+/* The sizes of the tables `regroup` replaces (see `regrouped`), against the lexer states
+ * (fixed at construction) and the words of a row: checked by the constructor and by every
+ * regroup alike. */
+static int check_run_sizes(Parser *self, Py_ssize_t num_lexer_states) {
+    int32_t num_words = self->num_words;
+    Py_ssize_t num_runs = items(self, B_RUN_SEQ), num_groups = items(self, B_GROUP_DENSE);
+    Count counts[] = {
+        {B_RUN_SEQ, num_runs},
+        {B_GROUP_DENSE, num_groups},
+        {B_CTXSET_START, items(self, B_CTXSET_START) - 1},
+        {B_MASKS, num_words > 0 ? items(self, B_MASKS) / num_words : 0},
+    };
+    Size sizes[] = {
+        {B_ORIGIN_RUN, 2 * num_lexer_states, "two per lexer state"},
+        {B_RUN_XSET, num_runs, "one per run"},
+        {B_RUN_SKIP, num_runs, "one per run"},
+        {B_RUN_START, num_runs + 1, "runs + 1"},
+        {B_GROUP_TOKEN_START, num_groups + 1, "groups + 1"},
+    };
+    if (counts_ok(counts, sizeof(counts) / sizeof(*counts)) < 0 ||
+        sizes_ok(self, sizes, sizeof(sizes) / sizeof(*sizes)) < 0)
+        return -1;
+    if (num_words > 0 ? items(self, B_MASKS) % num_words : items(self, B_MASKS))
+        return refuse("table 'masks' is not whole rows of num_words");
+    return 0;
+}
+
+/* The counts of the tables `regroup` replaces, once `check_run_sizes` passed. */
+static void set_run_counts(Parser *self) {
+    int32_t num_words = self->num_words;
+    self->num_ctxsets = items(self, B_CTXSET_START) - 1;
+    self->num_runs = items(self, B_RUN_SEQ);
+    self->num_groups = items(self, B_GROUP_DENSE);
+    self->num_masks = num_words > 0 ? (int32_t)(items(self, B_MASKS) / num_words) : 0;
+}
+
+/* Every table's size against the counts the others give; the counts themselves are id
+ * spaces, so each must fit an int32. */
+static int check_sizes(Parser *self, int32_t start_state) {
+    int32_t num_symbols = self->num_symbols, num_words = self->num_words;
+    int32_t num_contexts = self->num_contexts;
+    Py_ssize_t num_states = items(self, B_CONTEXT_OF_STATE);
+    Py_ssize_t num_lexer_states = items(self, B_ORIGIN_RUN) / 2;
+    Py_ssize_t num_pairs = items(self, B_PAIR_TERMINAL), num_rules = items(self, B_RULE_LHS);
+    Py_ssize_t num_xsets = items(self, B_XSET_FREE), num_moves = items(self, B_MOVES);
+    Py_ssize_t vocab_size = items(self, B_TEXT_START) - 1;
+    if (num_symbols < 1 || self->num_nonterminals < 0 || num_contexts < 0 || num_words < 0)
+        return refuse("num_symbols must be positive; num_nonterminals, num_contexts and "
+                      "num_words not negative");
+    Count counts[] = {
+        {B_CONTEXT_OF_STATE, num_states}, {B_ORIGIN_RUN, num_lexer_states},
+        {B_RULE_LHS, num_rules},          {B_TEXT_START, vocab_size},
+        {B_XSET_FREE, num_xsets},
+    };
+    if (counts_ok(counts, sizeof(counts) / sizeof(*counts)) < 0) return -1;
+    Size sizes[] = {
         {B_ACTION, num_states * num_symbols, "parser states x num_symbols"},
         {B_GOTO, num_states * self->num_nonterminals, "parser states x num_nonterminals"},
         {B_RULE_LEN, num_rules, "one per rule"},
@@ -143,10 +195,6 @@ static int check_sizes(Parser *self, int32_t start_state) {
         {B_XSET_START, num_xsets + 1, "exit sets + 1"},
         {B_PAIR_CTX_START, num_pairs + 1, "exit pairs + 1"},
         {B_PAIR_ANY, num_pairs, "one per exit pair"},
-        {B_RUN_XSET, num_runs, "one per run"},
-        {B_RUN_SKIP, num_runs, "one per run"},
-        {B_RUN_START, num_runs + 1, "runs + 1"},
-        {B_GROUP_TOKEN_START, num_groups + 1, "groups + 1"},
         {B_LABEL, num_lexer_states, "one per lexer state"},
         {B_STATE_KILL, num_lexer_states, "one per lexer state"},
         {B_RESTART, num_lexer_states, "one per lexer state"},
@@ -158,20 +206,17 @@ static int check_sizes(Parser *self, int32_t start_state) {
         {B_CLASS_OF_BYTE, 256, "one per byte"},
         {B_MOVE_STARTS, num_moves, "one per move"},
     };
-    for (size_t i = 0; i < sizeof(sizes) / sizeof(*sizes); i++) {
-        Py_ssize_t found = items(self, sizes[i].table);
-        if (found != sizes[i].expected)
-            return wrong_size(sizes[i].table, found, sizes[i].expected, sizes[i].rule);
-    }
+    if (sizes_ok(self, sizes, sizeof(sizes) / sizeof(*sizes)) < 0 ||
+        check_run_sizes(self, num_lexer_states) < 0)
+        return -1;
     if (start_state < 0 || start_state >= num_states)
         return refuse("start_state is no parser state");
     if (num_lexer_states ? num_moves % num_lexer_states != 0 ||
                                num_moves / num_lexer_states >= INT32_MAX
                          : num_moves != 0)
         return refuse("table 'moves' is not lexer states x byte classes");
-    if (num_words > 0 ? items(self, B_MASKS) % num_words || items(self, B_KILL_MASKS) % num_words
-                      : items(self, B_MASKS) || items(self, B_KILL_MASKS))
-        return refuse("tables 'masks' and 'kill_masks' are not whole rows of num_words");
+    if (num_words > 0 ? items(self, B_KILL_MASKS) % num_words : items(self, B_KILL_MASKS))
+        return refuse("table 'kill_masks' is not whole rows of num_words");
     if ((Py_ssize_t)num_words * 32 < vocab_size)
         return refuse("num_words is too few for the vocabulary of 'text_start'");
     return 0;
@@ -191,6 +236,18 @@ static int offsets_ok(const int64_t *offsets, Py_ssize_t count, Py_ssize_t limit
 static int ids_ok(const int32_t *ids, Py_ssize_t count, int64_t lo, int64_t hi) {
     for (Py_ssize_t i = 0; i < count; i++) {
         if (ids[i] < lo || ids[i] >= hi) return 0;
+    }
+    return 1;
+}
+
+/* Whether each lexer state's pair of `origin_run` is pending (-1, -1) or a slice of the
+ * runs. Pairs need not rise across states: a lazy index appends the runs of each state it
+ * walks, in the order it walks them. */
+static int origins_ok(const int64_t *pairs, Py_ssize_t num_origins, Py_ssize_t num_runs) {
+    for (Py_ssize_t q = 0; q < num_origins; q++) {
+        int64_t lo = pairs[2 * q], hi = pairs[2 * q + 1];
+        if (lo == -1 && hi == -1) continue;
+        if (lo < 0 || lo > hi || hi > num_runs) return 0;
     }
     return 1;
 }
@@ -278,11 +335,12 @@ static int check_run_tables(Parser *self) {
                     items(self, B_CTXSET_CONTEXT)) ||
         !offsets_ok(A(self, B_XSET_START, int64_t), self->num_xsets, num_pairs) ||
         !offsets_ok(A(self, B_PAIR_CTX_START, int64_t), num_pairs, items(self, B_PAIR_CONTEXT)) ||
-        !offsets_ok(A(self, B_ORIGIN_RUN, int64_t), self->num_lexer_states, self->num_runs) ||
         !offsets_ok(A(self, B_RUN_START, int64_t), self->num_runs, num_entries) ||
         !offsets_ok(A(self, B_GROUP_TOKEN_START, int64_t), self->num_groups,
                     items(self, B_GROUP_TOKENS)))
         return refuse("an offset table is not monotone or leaves its table");
+    if (!origins_ok(A(self, B_ORIGIN_RUN, int64_t), self->num_lexer_states, self->num_runs))
+        return refuse("a lexer state's runs are neither pending (-1, -1) nor a slice of the runs");
     if (!ids_ok(A(self, B_PAIR_TERMINAL, int32_t), num_pairs, 0, self->num_terminals))
         return refuse("an exit pair's terminal is out of range");
     if (!ids64_ok(A(self, B_RUN_SEQ, int64_t), self->num_runs, 0, self->num_seqs) ||
@@ -401,6 +459,7 @@ PyObject *Parser_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     }
     Parser *self = (Parser *)type->tp_alloc(type, 0);
     if (!self) return NULL;
+    self->pending = -1;
     int32_t start_state;
     if (take_named_vectors(tables, parser_tables, NUM_BUFFERS, self->buffers, &self->held,
                            "Parser") < 0 ||
@@ -417,16 +476,13 @@ PyObject *Parser_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     }
     if (check_sizes(self, start_state) < 0) goto fail;
     int32_t num_words = self->num_words;
-    Py_ssize_t num_lexer_states = items(self, B_ORIGIN_RUN) - 1;
+    Py_ssize_t num_lexer_states = items(self, B_ORIGIN_RUN) / 2;
     self->end_symbol = self->num_symbols - 1;
     self->num_states = (int32_t)items(self, B_CONTEXT_OF_STATE);
     self->num_rules = (int32_t)items(self, B_RULE_LHS);
     self->num_xsets = items(self, B_XSET_FREE);
-    self->num_ctxsets = items(self, B_CTXSET_START) - 1;
-    self->num_runs = items(self, B_RUN_SEQ);
-    self->num_groups = items(self, B_GROUP_DENSE);
+    set_run_counts(self);
     self->num_lexer_states = (int32_t)num_lexer_states;
-    self->num_masks = num_words > 0 ? (int32_t)(items(self, B_MASKS) / num_words) : 0;
     self->num_terminals = (int32_t)items(self, B_IGNORED);
     self->num_kill_rows = num_words > 0 ? (int32_t)(items(self, B_KILL_MASKS) / num_words) : 0;
     self->num_classes =
@@ -452,4 +508,81 @@ PyObject *Parser_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
 fail:
     Py_DECREF(self);
     return NULL;
+}
+
+/* ---- regrouping ------------------------------------------------------------------------ */
+
+/* The tables `regroup` replaces: a lazy index's runs, token groups, dense rows and context
+ * sets grow as it walks new lexer states; the parse, lexer and exit-set tables never do. */
+static const int regrouped[] = {
+    B_ORIGIN_RUN,  B_RUN_SEQ,     B_RUN_XSET,          B_RUN_SKIP,
+    B_RUN_START,   B_RUN_GROUPS,  B_GROUP_DENSE,       B_GROUP_TOKEN_START,
+    B_GROUP_TOKENS, B_MASKS,      B_CTXSET_START,      B_CTXSET_CONTEXT,
+};
+#define NUM_REGROUPED ((int)(sizeof(regrouped) / sizeof(*regrouped)))
+
+/* Trade the parser's regrouped tables for `views` (both ways: a second call undoes it). */
+static void swap_regrouped(Parser *self, Py_buffer *views) {
+    for (int i = 0; i < NUM_REGROUPED; i++) {
+        Py_buffer held = self->buffers[regrouped[i]];
+        self->buffers[regrouped[i]] = views[i];
+        views[i] = held;
+    }
+}
+
+/* The new tables go in first and are checked where they stand, by the constructor's own
+ * checks; any failure swaps the old ones back, so the parser never answers from a mix.
+ * The caches all stay: rows, unions keyed by run ids and dense-row combinations keyed by
+ * dense ids are right as long as the caller only appends (ids handed in before keep their
+ * meaning). A caller that breaks that gets wrong rows, never a read out of bounds: every
+ * id the caches hand back is a row of their own, and every id read from the tables is
+ * checked against the new ones. */
+PyObject *parser_regroup(Parser *self, PyObject *tables) {
+    TableSpec specs[NUM_REGROUPED];
+    Py_buffer views[NUM_REGROUPED];
+    int held = 0, ok = 0;
+    for (int i = 0; i < NUM_REGROUPED; i++) specs[i] = parser_tables[regrouped[i]];
+    if (take_named_vectors(tables, specs, NUM_REGROUPED, views, &held, "Parser.regroup") < 0) {
+        for (int i = 0; i < held; i++) PyBuffer_Release(&views[i]);
+        return NULL;
+    }
+    Py_ssize_t runs = self->num_runs, groups = self->num_groups, ctxsets = self->num_ctxsets;
+    Py_ssize_t seqs = self->num_seqs;
+    int32_t masks = self->num_masks;
+    Map ctxset_ids = self->ctxset_ids;
+    uint32_t *stamp = NULL;
+    swap_regrouped(self, views); /* `views` now hold the old tables */
+    if (check_run_sizes(self, self->num_lexer_states) == 0) {
+        set_run_counts(self);
+        ok = check_sequences(self) == 0 && check_run_tables(self) == 0;
+    }
+    if (ok) {
+        stamp = PyMem_Calloc((size_t)self->num_masks + 1, sizeof(uint32_t));
+        ok = stamp != NULL;
+        if (!ok) PyErr_NoMemory();
+    }
+    if (ok) {
+        ok = map_init(&self->ctxset_ids, 1024) == 0 && index_context_sets(self) == 0;
+        if (!ok) {
+            map_free(&self->ctxset_ids);
+            self->ctxset_ids = ctxset_ids;
+            if (!PyErr_Occurred()) PyErr_NoMemory();
+        }
+    }
+    if (!ok) {
+        swap_regrouped(self, views);
+        self->num_runs = runs;
+        self->num_groups = groups;
+        self->num_ctxsets = ctxsets;
+        self->num_seqs = seqs;
+        self->num_masks = masks;
+        PyMem_Free(stamp);
+    } else {
+        map_free(&ctxset_ids);
+        PyMem_Free(self->dense_stamp);
+        self->dense_stamp = stamp;
+    }
+    for (int i = 0; i < held; i++) PyBuffer_Release(&views[i]);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
 }

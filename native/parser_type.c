@@ -4,10 +4,26 @@
 
 /* ---- Python glue ---------------------------------------------------------------------- */
 
+/* `fsmcompile._native.OriginPending`, made once when the module is: a row asked for a
+ * lexer state whose runs a lazy index has not computed yet (args: (lexer_state,)). */
+static PyObject *OriginPending;
+
+/* The exception of the call that just failed. A pending origin is no fault of the tables:
+ * it is reset here (unlike `broken`), and the parser answers again once regrouped. */
 static PyObject *call_failed(Parser *self) {
+    int32_t pending = self->pending;
     self->failed = 0;
+    self->pending = -1;
     if (self->broken)
         return PyErr_Format(PyExc_ValueError, "Parser: inconsistent tables: %s", self->broken);
+    if (pending >= 0) {
+        PyObject *args = Py_BuildValue("(i)", pending);
+        if (args) {
+            PyErr_SetObject(OriginPending, args);
+            Py_DECREF(args);
+        }
+        return NULL;
+    }
     return PyErr_NoMemory();
 }
 
@@ -214,6 +230,10 @@ static PyObject *Parser_write_row(Parser *self, PyObject *const *args, Py_ssize_
     Py_RETURN_NONE;
 }
 
+static PyObject *Parser_regroup(Parser *self, PyObject *tables) {
+    return parser_regroup(self, tables);
+}
+
 static PyObject *Parser_top(Parser *self, PyObject *arg) {
     long long stack = PyLong_AsLongLong(arg);
     if ((stack == -1 && PyErr_Occurred()) || check_stack(self, stack) < 0) return NULL;
@@ -284,6 +304,11 @@ static PyMethodDef Parser_methods[] = {
      "row_bytes(row) -> int32[W] bytes of a row id"},
     {"intern", (PyCFunction)Parser_intern, METH_O,
      "intern(row) -> the id of the row with these int32[W] words (one per distinct row)"},
+    {"regroup", (PyCFunction)Parser_regroup, METH_O,
+     "regroup(tables): swap in new runs, token groups, dense rows and context sets (the "
+     "named tables of `tables`), checked as at construction; on ValueError the old stay. "
+     "Callers only append: ids handed in before keep their meaning, as the caches keep "
+     "them"},
     {"top", (PyCFunction)Parser_top, METH_O,
      "top(stack) -> (its top parser state, its depth: 0 at the start)"},
     {"suffix", (PyCFunction)(void (*)(void))Parser_suffix, METH_FASTCALL,
@@ -310,4 +335,15 @@ static PyTypeObject ParserType = {
     .tp_new = Parser_new,
 };
 
-int add_parser(PyObject *module) { return add_type(module, &ParserType, "Parser"); }
+int add_parser(PyObject *module) {
+    if (!OriginPending) {
+        OriginPending = PyErr_NewExceptionWithDoc(
+            "fsmcompile._native.OriginPending",
+            "A row needs the runs of a lexer state (args[0]) that a lazy grammar index has "
+            "not computed yet: compute them, `Parser.regroup`, and ask again.",
+            PyExc_LookupError, NULL);
+        if (!OriginPending) return -1;
+    }
+    if (PyModule_AddObjectRef(module, "OriginPending", OriginPending) < 0) return -1;
+    return add_type(module, &ParserType, "Parser");
+}

@@ -159,9 +159,8 @@ def parser_tables(
 def eager_groups(index: GrammarIndex) -> GroupTables:
     """Every origin's runs and token groups of a `GrammarIndex`, as the parser reads them."""
     runs = entry_runs(index)
-    csr = runs.origin_run
     return GroupTables(
-        origin_run=np.ascontiguousarray(np.stack([csr[:-1], csr[1:]], axis=1).reshape(-1)),
+        origin_run=origin_pairs(runs.origin_run),
         run_seq=_i64(runs.seq),
         run_xset=_i64(runs.xset),
         run_skip=_i64(runs.skip),
@@ -182,6 +181,14 @@ def _i32(values: npt.ArrayLike) -> npt.NDArray[np.int32]:
 
 def _i64(values: npt.ArrayLike) -> npt.NDArray[np.int64]:
     return np.ascontiguousarray(values, dtype=np.int64).reshape(-1)
+
+
+def origin_pairs(origin_run: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """int64[2L]: the (first, past-last) run of each origin, from the CSR int64[L+1] of
+    `Runs`. The parser takes pairs so that a lazy index can append an origin's runs when
+    it first walks it, and mark the origins it has not walked (-1, -1)."""
+    csr = np.asarray(origin_run, dtype=np.int64)
+    return np.ascontiguousarray(np.stack([csr[:-1], csr[1:]], axis=1).reshape(-1))
 
 
 @dataclass(frozen=True, slots=True)

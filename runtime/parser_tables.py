@@ -57,7 +57,9 @@ class ParserTables:
     """int32[...]: the contexts of each pair."""
     origin_run: Int64
     """int64[2L]: the runs of lexer state q are origin_run[2q]:origin_run[2q + 1]; (-1, -1)
-    while q's groups are not walked yet (the parser raises `OriginPending`)."""
+    marks a state whose runs a lazy index has not computed yet (a row there raises
+    `OriginPending`). Pairs, not offsets, so runs appended later need not follow their
+    state's neighbours."""
     run_seq: Int64
     """int64[R]: each run's emitted sequence."""
     run_xset: Int64

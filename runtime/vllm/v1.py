@@ -3,8 +3,14 @@
 The V1 runner keeps requests in a persistent batch whose slot i is logits row i. Each
 step it hands over the changes (removed, then added, then moved) and each added request
 brings its `output_tok_ids` list, which the engine keeps appending to: a row reads the
-tokens appended since the last step from it (negative ids are async-scheduling
-placeholders, read a step later).
+tokens appended since it last read from it.
+
+The rows read their lists in `apply`, not in `update_state`: under async scheduling (the
+default on GPUs) the previous step's token is still a -1 placeholder when `update_state`
+runs, and vLLM writes the real id into the same list only just before sampling
+(`InputBatch.update_async_output_token_ids` in `GPUModelRunner._sample`). A mask planned
+in `update_state` would be one token behind, and the request could leave its language.
+A placeholder still there at `apply` is read the step after.
 """
 
 from __future__ import annotations
@@ -42,16 +48,15 @@ class V1Processor(FSMLogitsProcessor):
         self._rows: list[Row | None] = []
         self._batch_size = 0
         self._num_rows = 0
-        self._plan = MaskPlan()
 
     def update_state(self, batch_update: BatchUpdate | None) -> None:
-        """Apply the batch changes, then advance every guided row and plan its mask.
-
-        Every guided row advances by the tokens appended to its output list since the
-        last call, with or without a batch update.
-        """
+        """Apply the batch changes (removed, added, moved); tokens are read in `apply`."""
         if batch_update is not None:
             self._apply_batch_update(batch_update)
+
+    def apply(self, logits: torch.Tensor) -> torch.Tensor:
+        """Advance every guided row by its new output tokens, then mask its row of
+        `logits` (float[B, V]) in place and return it."""
         plan = MaskPlan()
         if self._num_rows:
             guided = self._guided
@@ -61,11 +66,7 @@ class V1Processor(FSMLogitsProcessor):
                 if row is not None:
                     self._read_output(row)
                     plan.add_row(guided, i, row)
-        self._plan = plan
-
-    def apply(self, logits: torch.Tensor) -> torch.Tensor:
-        """Mask the guided rows of `logits` (float[B, V]) in place and return it."""
-        return self._guided.apply_masks(logits, self._plan)
+        return self._guided.apply_masks(logits, plan)
 
     def _read_output(self, row: Row) -> None:
         output = row.output

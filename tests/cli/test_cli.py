@@ -182,6 +182,12 @@ def test_cli_cache_dir_option_places_the_disk_tier(
     [
         ("--integer-fractions", {"type": "integer"}, "1.0"),
         ("--listed-escapes", {"enum": ["ab"]}, '"\\u0061b"'),
+        ("--exponent-numbers", {"type": "number", "maximum": 500}, "1.5e2"),
+        (
+            "--any-order-max=2",
+            {"properties": {"a": {}, "b": {}}, "additionalProperties": False},
+            '{"b":1,"a":2}',
+        ),
         ("--lenient-formats", {"type": "string", "format": "regex"}, '"a+"'),
     ],
 )

@@ -90,6 +90,17 @@ def past_end(name: str) -> Edit:
     return edit
 
 
+def origin_pair(change: Callable[[int, int], tuple[int, int]]) -> Edit:
+    """The (lo, hi) runs of the first lexer state that has some, changed."""
+
+    def edit(parts: dict[str, Any]) -> None:
+        pairs = parts["origin_run"].reshape(-1, 2)
+        state = int(np.flatnonzero(pairs[:, 0] < pairs[:, 1])[0])
+        pairs[state] = change(int(pairs[state, 0]), int(pairs[state, 1]))
+
+    return edit
+
+
 def start_with_kill_row(parts: dict[str, Any]) -> None:
     """A context starting at a lexer state with a kill row: rows reading rows in a loop."""
     parts["context_start"][0] = int(np.flatnonzero(parts["state_kill"] >= 0)[0])
@@ -132,8 +143,11 @@ BROKEN_TABLES: list[tuple[str, Edit]] = [
     ),
     ("pair_terminal is negative", set_item("pair_terminal", 0, -1)),
     ("pair_ctx_start past its table", past_end("pair_ctx_start")),
-    ("origin_run out of order", swap_offsets("origin_run", 2)),
-    ("origin_run past the runs", past_end("origin_run")),
+    ("origin_run lo > hi", origin_pair(lambda lo, hi: (hi, lo))),
+    ("origin_run hi past the runs", origin_pair(lambda lo, hi: (lo, 10**6))),
+    ("origin_run lo = -1, hi not", origin_pair(lambda lo, hi: (-1, hi))),
+    ("origin_run hi = -1, lo not", origin_pair(lambda lo, hi: (lo, -1))),
+    ("origin_run of odd length", lambda p: p.update(origin_run=np.append(p["origin_run"], -1))),
     ("run_seq is no sequence", lambda p: p["run_seq"].__setitem__(0, len(p["seq_parent"]))),
     ("run_seq is negative", set_item("run_seq", 0, -1)),
     ("run_xset (group_xset) is negative", set_item("run_xset", 0, -1)),

@@ -346,7 +346,25 @@ def test_processor_finished_constraint_allows_only_eos(toy_engine):
     assert np.flatnonzero(masked_rows(proc, 1)[0]).tolist() == [EOS]
 
 
-def test_processor_async_placeholder_waits(toy_engine):
+def test_processor_async_placeholder_repaired_before_apply_is_read(toy_engine):
+    # Async scheduling: at update_state the last step's token is a -1 placeholder; vLLM
+    # writes the real id into the same list just before sampling (update_state, repair,
+    # apply). The mask must follow the repaired token, not the state before it.
+    index = toy_engine.rt.index_from_regex(PATTERNS["H"], toy_engine.vocab)
+    proc = new_processor(toy_engine)
+    req = guided("H")
+    proc.update_state(BatchUpdate(1, [], [(0, req.params, req.prompt, req.output)], []))
+    np.testing.assert_array_equal(masked_rows(proc, 1)[0], first_tokens(toy_engine, "(ab|c){1,4}"))
+    for step, token in enumerate([3, 3, 3, 3]):  # "cccc": the fourth ends the text
+        req.output.append(-1)
+        proc.update_state(None)
+        req.output[-1] = token
+        expected = toy_engine.rt.reference_allowed(index, index.dfa.walk(b"c" * (step + 1)))
+        np.testing.assert_array_equal(masked_rows(proc, 1)[0], expected)
+    assert np.flatnonzero(expected).tolist() == [EOS]
+
+
+def test_processor_async_placeholder_still_there_at_apply_waits(toy_engine):
     proc = new_processor(toy_engine)
     req = guided("H")
     proc.update_state(BatchUpdate(1, [], [(0, req.params, req.prompt, req.output)], []))

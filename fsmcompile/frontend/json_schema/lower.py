@@ -37,7 +37,7 @@ from fsmcompile.frontend.json_schema.exclusive import SCALAR_ATOMS, exclusive_un
 from fsmcompile.frontend.json_schema.instances import InstanceChecker
 from fsmcompile.frontend.json_schema.keywords import ANNOTATIONS, CONSTRAINING, TYPE_ATOMS, Atom
 from fsmcompile.frontend.json_schema.lowering_result import NOTHING_LOWERED, Lowered
-from fsmcompile.frontend.json_schema.numbers import lower_number
+from fsmcompile.frontend.json_schema.number_keywords import lower_number
 from fsmcompile.frontend.json_schema.objects import lower_object
 from fsmcompile.frontend.json_schema.options import JsonOptions, Relaxation, SchemaLowering
 from fsmcompile.frontend.json_schema.refs import Location, Registry

@@ -6,10 +6,13 @@ Two decisions are documented in docs/json_schema.md:
 
 * `integer` accepts only `-?(0|[1-9][0-9]*)`; `1.0` is refused although JSON Schema
   calls it an integer (an over-constraint that keeps integers one spelling).
-* A `number` with a bound other than zero is written without an exponent, because the
-  value of `d.ddde±k` against a bound depends on the exponent in a way a compact regex
-  cannot follow. Bounds at zero (`minimum: 0`, `exclusiveMinimum: 0`) only fix the sign,
-  so they keep the full grammar.
+* A `number` with a bound other than zero is written without an exponent here: the
+  value of `d.ddde±k` against a bound depends on the exponent, one fixed-point range per
+  exponent, which costs states (exponents.py builds them under
+  `JsonOptions.exponent_numbers`). Bounds at zero (`minimum: 0`, `exclusiveMinimum: 0`)
+  only fix the sign, so they keep the full grammar.
+
+The keywords are combined in number_keywords.py.
 """
 
 from __future__ import annotations
@@ -19,13 +22,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from fsmcompile.frontend.json_schema.lowering_result import Lowered
-from fsmcompile.frontend.json_schema.multiples import MAX_LISTED_MULTIPLES, bounded_multiples
 from fsmcompile.ir.nodes import EMPTY, NOTHING, And, Node, Repeat, alt, chars, literal, seq
 
 if TYPE_CHECKING:
     from fsmcompile.frontend.json_schema.combinators import Conjunction
-    from fsmcompile.frontend.json_schema.lower import Lowerer
 
 _DIGIT = chars((48, 57))
 _NONZERO = chars((49, 57))
@@ -348,57 +348,3 @@ def numeric_bounds(conj: Conjunction) -> tuple[Bound | None, Bound | None]:
         if number(schema.get("exclusiveMaximum")):
             hi = tighter(hi, Bound(to_decimal(schema["exclusiveMaximum"]), True), False)
     return lo, hi
-
-
-def _not_equal(value: Decimal, integer: bool) -> Node:
-    """Texts whose value differs from `value` (a `not: {const: n}`)."""
-    if integer:
-        if value != value.to_integral_value():
-            return INTEGER_TEXT
-        v = int(value)
-        return alt(integer_range(None, v - 1), integer_range(v + 1, None))
-    point = Bound(value, True)
-    return alt(number_range(None, point), number_range(point, None))
-
-
-FRACTIONAL_TEXT: Node = seq(
-    Repeat(chars("-"), 0, 1), _UNSIGNED_INTEGER, chars("."), _DIGITS, _NONZERO, _DIGITS
-)
-"""Numbers that are not integers, without exponent (a sound subset)."""
-
-
-def lower_number(
-    lw: Lowerer, conj: Conjunction, *, integer: bool, fractional: bool = False
-) -> Lowered:
-    """`integer` or `number` texts under every bound, `multipleOf` and excluded value;
-    with `fractional`, only numbers that are not integers."""
-    lo, hi = numeric_bounds(conj)
-    items: list[Node] = [FRACTIONAL_TEXT] if fractional else []
-    if integer:
-        lo_int, hi_int = integer_bounds(lo, hi)
-        items.append(integer_range(lo_int, hi_int))
-    else:
-        items.append(number_range(lo, hi))
-    for part, divisor in conj.keyword("multipleOf"):
-        node = multiple_of(to_decimal(divisor), integer=integer)
-        if node is None:
-            node = bounded_multiples(to_decimal(divisor), lo, hi, integer=integer)
-        if node is None:
-            lw.report(
-                part,
-                "multipleOf",
-                f"multipleOf {divisor} is not enforced: only divisors of a power of ten "
-                "(2, 5, 10, 25, ...), powers of ten (0.1, 0.01, ...) and others between a "
-                f"minimum and a maximum at most {MAX_LISTED_MULTIPLES} multiples apart are",
-            )
-        else:
-            items.append(node)
-    for value in conj.excluded_values:
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            items.append(_not_equal(to_decimal(value), integer))
-    if any(item is NOTHING for item in items):
-        return Lowered(NOTHING)
-    node = items[0] if len(items) == 1 else And(tuple(items))
-    if integer and lw.options.integer_fractions:
-        node = seq(node, Repeat(ZERO_FRACTION_TEXT, 0, 1))  # `10.0` has the value of `10`
-    return Lowered(node)

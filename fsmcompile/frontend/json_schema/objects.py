@@ -1,7 +1,8 @@
 """Objects: properties in schema order, optional members, extra keys, counts.
 
 Listed properties appear in schema order (the order of first mention across the
-conjunction), each optional one may be skipped; additional properties (extra keys
+conjunction), or in any order where `JsonOptions.any_order_max` allows (any_order.py);
+each optional one may be skipped; additional properties (extra keys
 allowed by `additionalProperties`/`patternProperties`) follow them in any order.
 Separators are made *optional* and the result is intersected with `member_checker`,
 which accepts exactly the comma placements of a JSON object and counts members for
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import TYPE_CHECKING
 
+from fsmcompile.frontend.json_schema.any_order import any_order_checked, any_order_members
 from fsmcompile.frontend.json_schema.combinators import (
     collect,
     enum_values,
@@ -73,6 +75,7 @@ objects, linear IR for large ones)."""
 
 @dataclass(frozen=True, slots=True)
 class _Member:
+    key: Node
     node: Node
     value: Lowered
     required: bool
@@ -104,13 +107,8 @@ def lower_object(lw: Lowerer, conj: Conjunction) -> Lowered:
             if key in required:
                 return Lowered(NOTHING, 0, value.unbounded)
             continue
-        members.append(
-            _Member(
-                syntax.member(literal_string(key, every_spelling=every), value.node),
-                value,
-                key in required,
-            )
-        )
+        spelled = literal_string(key, every_spelling=every)
+        members.append(_Member(spelled, syntax.member(spelled, value.node), value, key in required))
 
     extras = _extras(lw, sources, set(order) | conj.forbidden_keys, names)
     return _assemble(lw, members, extras, min_count, max_count)
@@ -236,6 +234,17 @@ def _assemble(
             return Lowered(NOTHING, 0, unbounded)
         return Lowered(syntax.container("{", "}", seq(), may_be_empty=True), 1, unbounded)
     comma = syntax.comma
+    if 2 <= len(members) <= lw.options.any_order_max and not unbounded:
+        keyed = [(m.key, m.node, m.required) for m in members]
+        node = any_order_checked(syntax, keyed, extra, min_count, max_count, depth)
+        return Lowered(node, depth + 1, unbounded)
+    if 2 <= len(members) <= lw.options.any_order_max:
+        listed = [(m.node, m.required) for m in members]
+        body, may_be_empty = any_order_members(listed, extra, comma, min_count, max_count)
+        if body is NOTHING and not may_be_empty:
+            return Lowered(NOTHING, 0, unbounded)
+        node = syntax.container("{", "}", body, may_be_empty=may_be_empty)
+        return Lowered(node, depth + 1, unbounded)
     if extra is None and all(m.required for m in members):
         if counted and not (min_count <= len(members) <= (max_count or len(members))):
             return Lowered(NOTHING, 0, unbounded)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from fsmcompile.errors import SchemaError
+from fsmcompile.frontend.json_schema.any_order import MAX_ANY_ORDER
 from fsmcompile.ir.nodes import Node
 
 Whitespace = Literal["compact", "standard", "flexible"]
@@ -55,13 +56,29 @@ class JsonOptions:
             JSON Schema calls `1.0` an integer, but most JSON parsers read it as a
             float, which a consumer of an integer field may refuse. True also accepts
             the integral value followed by `.0`, `.00`, ... (exact: bounds, `multipleOf`
-            and excluded values hold for the value, which the zeros do not change).
+            and excluded values hold for the value, which the zeros do not change); with
+            `exponent_numbers` also with an exponent.
         listed_escapes: False (default) spells listed strings (`enum`/`const` strings,
             property names, `propertyNames` values) raw, with only the escapes a
             character needs and `\\/`. True also accepts every other JSON spelling of
             them (`\\u0061` for `a`, `\\u00E9`, short escapes), for models that escape
             freely; it costs about six times the states of those strings' automata,
             which is why it is off.
+        exponent_numbers: False (default) writes a `number` under a bound other than 0
+            without an exponent (`150`, not `1.5e2`, under `maximum: 500`). True also
+            accepts every text with an exponent whose value lies inside the bounds,
+            exactly, for exponents up to 20 in magnitude (`1.5e2`, `15000E-2`, `1e+007`;
+            a zero mantissa with any exponent); with `integer_fractions` an `integer`
+            too may be written so (`1e2`, `1.5E+2`), and `enum`/`const` numbers match in
+            those spellings. Off because each exponent costs the number's automaton
+            about 15 states (`maximum: 500`: 12 -> 323).
+        any_order_max: 0 (default) keeps an object's listed properties in schema order.
+            N > 0 lets objects with 2 to N listed properties write them in any order,
+            exactly: each at most once, the required ones all present, extra keys
+            anywhere between them. The automaton remembers which listed keys it has
+            seen, up to 2**N sets, each with its own copy of the values after it, so N
+            is at most `MAX_ANY_ORDER` (8); objects with more properties keep schema
+            order.
     """
 
     whitespace: Whitespace = "compact"
@@ -73,6 +90,8 @@ class JsonOptions:
     lenient_formats: bool = False
     integer_fractions: bool = False
     listed_escapes: bool = False
+    exponent_numbers: bool = False
+    any_order_max: int = 0
 
     def __post_init__(self) -> None:
         if self.whitespace not in WHITESPACES:
@@ -85,6 +104,13 @@ class JsonOptions:
         if self.draft not in DRAFTS:
             raise SchemaError(
                 f"unknown draft {self.draft!r}; expected one of {', '.join(DRAFTS)}", "", "draft"
+            )
+        if not 0 <= self.any_order_max <= MAX_ANY_ORDER:
+            raise SchemaError(
+                f"any_order_max must be between 0 and {MAX_ANY_ORDER} (2**N sets of seen "
+                f"keys), found {self.any_order_max}",
+                "",
+                "any_order_max",
             )
         if self.max_whitespace_chars < 0 or (self.nesting_limit or 0) < 0:
             raise SchemaError("max_whitespace_chars and nesting_limit must be >= 0", "", "options")

@@ -5,6 +5,8 @@ option is decided in one place. Two languages here need a word:
 
 * `any_value(inner)`: one level of any JSON value; with `inner` a reference to itself
   it is the recursive rule behind `{}` (compiled as a grammar).
+* `key_checker(...)`: objects holding a given key at most (or exactly) once, values
+  skipped the same way; intersected with members in any order (any_order.py).
 * `member_checker(...)`: every object whose top-level members are separated by commas,
   `min..max` of them, values skipped by bracket depth only. Intersected with an object
   whose separators are *optional*, it fixes the comma placement exactly. Without it, an
@@ -29,6 +31,7 @@ from fsmcompile.ir.nodes import (
     negate,
     optional,
     seq,
+    without,
 )
 
 COUNTED_ITEMS_FROM = 32
@@ -114,6 +117,32 @@ class JsonSyntax:
         self._skip[depth] = node
         return node
 
+    def _skipped_value(self, depth: int) -> Node:
+        """A top-level member's value, skipped: no `,` `:` or `}` outside its brackets."""
+        top_char = negate(chars('"{}[],:'))
+        pieces: list[Node] = [_LOOSE_STRING, top_char]
+        if depth > 0:
+            pieces.append(seq(chars("[{"), self._skip_inner(depth - 1), chars("]}")))
+        return Repeat(alt(*pieces), 1, None)
+
+    def key_checker(self, key: Node, required: bool, depth: int) -> Node:
+        """Objects whose top-level members with a key spelled as `key` (a string literal,
+        quotes included) number at most one, or exactly one when `required`.
+
+        Values are skipped as in `member_checker`, whose `depth` rule holds here too.
+        Intersected with members in any order, one checker per listed key makes the
+        automaton remember which keys it has seen, without the IR listing the sets.
+        """
+        value = self._skipped_value(depth)
+        own = seq(key, self.colon, value)
+        other = seq(without(_LOOSE_STRING, key), self.colon, value)
+        comma = self.comma
+        once = seq(Repeat(seq(other, comma), 0, None), own, Repeat(seq(comma, other), 0, None))
+        if required:
+            return self.container("{", "}", once, may_be_empty=False)
+        none = seq(other, Repeat(seq(comma, other), 0, None))
+        return self.container("{", "}", alt(once, none), may_be_empty=True)
+
     def member_checker(self, min_count: int, max_count: int | None, depth: int) -> Node:
         """Objects with `min_count..max_count` comma-separated `"key": value` members.
 
@@ -121,12 +150,7 @@ class JsonSyntax:
         `}`, so a missing comma shows up as a second top-level `:`. `depth` must be at
         least the container depth of the values it is intersected with.
         """
-        top_char = negate(chars('"{}[],:'))
-        pieces: list[Node] = [_LOOSE_STRING, top_char]
-        if depth > 0:
-            pieces.append(seq(chars("[{"), self._skip_inner(depth - 1), chars("]}")))
-        value = Repeat(alt(*pieces), 1, None)
-        member = seq(_LOOSE_STRING, self.colon, value)
+        member = seq(_LOOSE_STRING, self.colon, self._skipped_value(depth))
         if max_count == 0:
             return self.container("{", "}", EMPTY, may_be_empty=True)
         inner = self.separated(member, min_count, max_count)

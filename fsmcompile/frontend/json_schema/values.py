@@ -11,11 +11,12 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any
 
+from fsmcompile.frontend.json_schema.exponents import exponent_range
 from fsmcompile.frontend.json_schema.keywords import Atom
 from fsmcompile.frontend.json_schema.numbers import Bound, number_range, to_decimal
 from fsmcompile.frontend.json_schema.strings import literal_string
 from fsmcompile.frontend.json_schema.syntax import JsonSyntax
-from fsmcompile.ir.nodes import NOTHING, Node, literal, seq
+from fsmcompile.ir.nodes import NOTHING, Node, alt, literal, seq
 
 
 def atom_of(value: Any) -> Atom:
@@ -97,7 +98,10 @@ def value_ir(value: Any, syntax: JsonSyntax) -> Node:
         if not _finite(value):
             return NOTHING
         exact = Bound(to_decimal(value), False)
-        return number_range(exact, exact)
+        node = number_range(exact, exact)
+        if syntax.options.exponent_numbers and exact.value != 0:
+            node = alt(node, exponent_range(exact, exact))
+        return node
     every = syntax.options.listed_escapes
     if isinstance(value, str):
         return literal_string(value, every_spelling=every)
