@@ -21,6 +21,7 @@ from grammar.grammar_corpus import VALID
 from support import SHARED, load_vocabulary
 
 from fsmcompile import Compiler
+from fsmcompile.compiler import index_cache_key
 from fsmcompile.errors import BudgetExceededError, SpecError, UnsupportedFeatureError
 from fsmcompile.runtime import Matcher
 from fsmcompile.runtime.grammar_matcher import GrammarMatcher
@@ -115,8 +116,8 @@ def agree_on_walks(lazy: LazyGrammarIndex, eager: GrammarIndex, seed: int, walks
             else:
                 short = sorted(
                     (t for t in allowed if t != eos), key=lambda t: len(vocab.token_bytes[t])
-                )
-                token = rng.choice(short[:12] if rng.random() < 0.7 else short or [eos])
+                ) or [eos]
+                token = rng.choice(short[:12] if rng.random() < 0.7 else short)
             tokens.append(token)
             assert eager_matcher.advance(token)
             if token == eos:
@@ -169,13 +170,18 @@ def test_complete_stores_the_eager_index_under_the_eager_key() -> None:
     compiler = Compiler(vocab, cache=cache)
     lazy = compiler.compile_lazy("json", TREE)
     assert isinstance(lazy, LazyGrammarIndex)
-    agree_on_texts(lazy, compiler.compile_spec("json", TREE).index, TREE_TEXTS[:1])  # type: ignore[arg-type]
+    reference = Compiler(vocab, cache=False).compile_spec("json", TREE).index
+    assert isinstance(reference, GrammarIndex)
+    agree_on_texts(lazy, reference, TREE_TEXTS[:1])
+    key = index_cache_key("json", TREE, vocab)
+    assert cache.get(key) is None, "nothing is stored before completion"
     full = lazy.complete()
     assert lazy.complete() is full
     again = compiler.compile_spec("json", TREE)
-    assert again.hit
+    assert again.cache_hit
     assert isinstance(again.index, GrammarIndex)
-    np.testing.assert_array_equal(again.index.masks, full.masks)
+    np.testing.assert_array_equal(again.index.masks, reference.masks)
+    np.testing.assert_array_equal(full.entry_group, reference.entry_group)
     # A later lazy compile of the spec is the cached full index.
     assert isinstance(compiler.compile_lazy("json", TREE), GrammarIndex)
 
