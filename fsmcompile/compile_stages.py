@@ -28,7 +28,9 @@ from fsmcompile.index.dfa.build import build_token_index
 from fsmcompile.index.dfa.lazy_rows import lazy_token_index
 from fsmcompile.ir.nodes import Node, content_key, forget_digests
 from fsmcompile.tables.byte_dfa import ByteDFA
+from fsmcompile.tables.grammar_index import GrammarIndex
 from fsmcompile.tables.lark_grammar import LarkGrammar
+from fsmcompile.tables.lazy_grammar_index import LazyGrammarIndex
 from fsmcompile.tables.lazy_index import LazyTokenIndex
 from fsmcompile.tables.token_index import TokenIndex
 from fsmcompile.vocabulary import Vocabulary
@@ -218,51 +220,83 @@ def compile_lazy_uncached(
     *,
     timeout_s: float,
     max_states: int,
-    on_complete: Callable[[TokenIndex], None] | None = None,
-) -> LazyTokenIndex | AnyIndex:
-    """A `LazyTokenIndex` of a regex or regular JSON Schema: lowered and built into its
-    DFA now, each mask row made when a state is first visited; a spec that needs a
-    grammar is compiled eagerly as `compile_uncached` would (this step makes only DFA
-    rows lazy).
+    on_complete: Callable[[AnyIndex], None] | None = None,
+) -> LazyTokenIndex | LazyGrammarIndex:
+    """A lazy index of any spec: lowered and built into its DFA or grammar now, each mask
+    row made when a state is first visited (`LazyTokenIndex`), or each lexer state's
+    token groups walked when a row first needs them (`LazyGrammarIndex`).
 
-    The lazy index's `complete()` builds the eager index through the language memo of the
-    memos current now, under a fresh `timeout_s`, and hands it to `on_complete` (the
-    compiler stores it in its cache, as an eager compile would).
+    The lazy index's `complete()` builds the eager index (through the language memo of
+    the memos current now, for a DFA) under a fresh `timeout_s`, and hands it to
+    `on_complete` (the compiler stores it in its cache, as an eager compile would).
 
     Raises:
-        SpecError, BudgetExceededError: as `compile_uncached` (the index budget of a DFA
-            counts its states now, its walk on completion).
+        SpecError, BudgetExceededError: as `compile_uncached` (the index budget counts
+            the automaton's or lexer's states now, the full walk on completion).
     """
     nesting_limit = options.nesting_limit if isinstance(options, JsonOptions) else None
     memos = current_memos()
+    hashed = spec_hash(kind, spec, options_key(options))
 
-    def stages(deadline: float) -> tuple[Node, dict[str, Node], ByteDFA] | AnyIndex:
-        node, rules = lower_spec(kind, spec, options, deadline=deadline)
-        if rules and nesting_limit is None:
-            return _index_language(
-                kind,
-                spec,
-                node,
-                rules,
-                vocab,
-                options,
-                deadline=deadline,
-                max_states=max_states,
-                progress=None,
+    def finished(full: AnyIndex) -> AnyIndex:
+        if on_complete is not None:
+            on_complete(full)
+        return full
+
+    def lazy_grammar(grammar: LarkGrammar, deadline: float) -> LazyGrammarIndex:
+        from fsmcompile.index.cfg.build import build_grammar_index, build_lazy_grammar_index
+
+        def complete() -> GrammarIndex:
+            def index(deadline: float) -> AnyIndex:
+                return build_grammar_index(
+                    grammar,
+                    vocab,
+                    spec_hash=hashed,
+                    max_states=max_states,
+                    deadline=deadline,
+                    kind=kind,
+                )
+
+            full = run_budgeted(timeout_s, index)
+            assert isinstance(full, GrammarIndex)
+            finished(full)
+            return full
+
+        lazy = build_lazy_grammar_index(
+            grammar,
+            vocab,
+            spec_hash=hashed,
+            max_states=max_states,
+            deadline=deadline,
+            kind=kind,
+            complete=complete,
+        )
+        Budget(max_states, deadline).reserve(lazy.num_states, "the index")
+        return lazy
+
+    def stages(deadline: float) -> tuple[Node, dict[str, Node], ByteDFA] | LazyGrammarIndex:
+        if kind == "lark":
+            from fsmcompile.grammar import load_lark_grammar
+
+            lark_options = options if isinstance(options, LarkOptions) else LarkOptions()
+            text = canonical_spec(kind, spec)
+            return lazy_grammar(
+                load_lark_grammar(text, lark_options, max_states=max_states), deadline
             )
-        dfa = build_machine(
+        node, rules = lower_spec(kind, spec, options, deadline=deadline)
+        machine = build_machine(
             node, rules, nesting_limit=nesting_limit, max_states=max_states, deadline=deadline
         )
-        assert isinstance(dfa, ByteDFA)  # no rules, or rules unrolled: always a DFA
-        Budget(max_states, deadline).reserve(dfa.num_states, "the index")
-        return node, rules, dfa
+        if not isinstance(machine, ByteDFA):
+            return lazy_grammar(machine, deadline)
+        Budget(max_states, deadline).reserve(machine.num_states, "the index")
+        return node, rules, machine
 
     built = run_budgeted(timeout_s, stages)
     if not isinstance(built, tuple):
         return built
     node, rules, dfa = built
     key = language_key(kind, node, rules, vocab, nesting_limit)
-    hashed = spec_hash(kind, spec, options_key(options))
 
     def complete() -> TokenIndex:
         def index(deadline: float) -> AnyIndex:
@@ -275,8 +309,7 @@ def compile_lazy_uncached(
         found = run_budgeted(timeout_s, index)
         assert isinstance(found, TokenIndex)  # the language of a DFA indexes as one
         full = dataclasses.replace(found, spec_hash=hashed, vocabulary=vocab)
-        if on_complete is not None:
-            on_complete(full)
+        finished(full)
         return full
 
     return lazy_token_index(dfa, vocab, kind=kind, spec_hash=hashed, complete=complete)

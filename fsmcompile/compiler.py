@@ -51,6 +51,7 @@ from fsmcompile.frontend.options import (
     options_key,
     typed_options,
 )
+from fsmcompile.tables.lazy_grammar_index import LazyGrammarIndex
 from fsmcompile.tables.lazy_index import LazyTokenIndex
 from fsmcompile.version import FORMAT_VERSION
 from fsmcompile.vocabulary import Vocabulary
@@ -69,6 +70,7 @@ __all__ = [
     "JsonOptions",
     "Kind",
     "LarkOptions",
+    "LazyIndex",
     "build_machine",
     "canonical_spec",
     "check_budget",
@@ -87,6 +89,8 @@ logger = logging.getLogger(__name__)
 Index: TypeAlias = AnyIndex
 """What a compile returns: a `TokenIndex` (regex, regular JSON Schema) or a `GrammarIndex`
 (Lark, recursive or free-form JSON Schema)."""
+LazyIndex: TypeAlias = LazyTokenIndex | LazyGrammarIndex
+"""What a lazy compile returns on a cache miss (`Compiler.compile_lazy`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,23 +256,22 @@ class Compiler:
 
     def compile_lazy(
         self, kind: Kind, spec: Any, *, options: SpecOptions | None = None
-    ) -> Index | LazyTokenIndex:
+    ) -> Index | LazyIndex:
         """Compile `spec` for its first mask: the cached full index when the cache holds
-        one, else, for a spec that compiles to a DFA, a `LazyTokenIndex` whose rows are
-        made as states are first visited (one vocabulary walk each, instead of the whole
-        index before the first token). Lark and grammar specs compile in full.
+        one, else a lazy index. A spec that compiles to a DFA gives a `LazyTokenIndex`,
+        whose rows are made as states are first visited (one vocabulary walk each); a Lark
+        grammar or a schema that needs one gives a `LazyGrammarIndex`, whose lexer states'
+        token groups are walked when a row first needs them. Either way the first mask
+        comes without the whole index.
 
-        `index.complete()` (or `index.complete_in_background()`) builds the full index, bit for
-        bit what `compile_spec` builds, and stores it in this compiler's cache under the
-        key `compile_spec` reads, so the fleet compiles each spec once; a grammar spec's
-        index is stored at once.
+        `index.complete()` (or `index.complete_in_background()`) builds the full index,
+        what `compile_spec` builds, and stores it in this compiler's cache under the key
+        `compile_spec` reads, so the fleet compiles each spec once.
 
         Raises:
             As `compile_spec`.
         """
         typed = typed_options(kind, options)
-        if kind == "lark":
-            return self.compile_spec(kind, spec, options=typed).index
         key = index_cache_key(kind, spec, self.vocab, typed)
         cache = self.cache
         if cache is not None:
@@ -281,7 +284,7 @@ class Compiler:
                 cache.put(key, artifact.to_bytes(full))
 
         with self.memos.active():
-            made = compile_lazy_uncached(
+            return compile_lazy_uncached(
                 kind,
                 spec,
                 self.vocab,
@@ -290,15 +293,12 @@ class Compiler:
                 max_states=self.max_states,
                 on_complete=store,
             )
-        if not isinstance(made, LazyTokenIndex):
-            store(made)
-        return made
 
     @overload
     def compile_regex(self, pattern: str, *, lazy: Literal[False] = False) -> Index: ...
     @overload
-    def compile_regex(self, pattern: str, *, lazy: bool) -> Index | LazyTokenIndex: ...
-    def compile_regex(self, pattern: str, *, lazy: bool = False) -> Index | LazyTokenIndex:
+    def compile_regex(self, pattern: str, *, lazy: bool) -> Index | LazyIndex: ...
+    def compile_regex(self, pattern: str, *, lazy: bool = False) -> Index | LazyIndex:
         """Compile a regex (Python `re` syntax, full match) into a token index.
 
         Args:
@@ -320,15 +320,14 @@ class Compiler:
     @overload
     def compile_json_schema(
         self, schema: Any, *, options: JsonOptions | None = None, lazy: bool
-    ) -> Index | LazyTokenIndex: ...
+    ) -> Index | LazyIndex: ...
     def compile_json_schema(
         self, schema: Any, *, options: JsonOptions | None = None, lazy: bool = False
-    ) -> Index | LazyTokenIndex:
+    ) -> Index | LazyIndex:
         """Compile a JSON Schema (dict, JSON text, or a Pydantic model class).
 
         Args:
-            lazy: return a `LazyTokenIndex` on a cache miss when the schema compiles to a
-                DFA (see `compile_lazy`).
+            lazy: return a lazy index on a cache miss (see `compile_lazy`).
 
         Raises:
             SchemaError: malformed or contradictory schema (`.pointer` says where).

@@ -20,6 +20,7 @@ import numpy.typing as npt
 from fsmcompile._native import write_row
 from fsmcompile.tables.bits import unpack_row
 from fsmcompile.tables.grammar_index import GrammarIndex
+from fsmcompile.tables.lazy_grammar_index import LazyGrammarIndex
 from fsmcompile.tables.lazy_index import LazyTokenIndex
 from fsmcompile.tables.token_index import TokenIndex
 from fsmcompile.types import StateId, TokenId
@@ -37,7 +38,7 @@ class TokenMatcher(Protocol):
     """What the engine adapters need from a matcher; every `Matcher` fits."""
 
     @property
-    def index(self) -> TokenIndex | LazyTokenIndex | GrammarIndex: ...
+    def index(self) -> TokenIndex | LazyTokenIndex | GrammarIndex | LazyGrammarIndex: ...
 
     def advance(self, token_id: TokenId) -> bool: ...
 
@@ -87,7 +88,10 @@ class Matcher:
     _vocab_size: int
 
     def __new__(
-        cls, index: TokenIndex | LazyTokenIndex | GrammarIndex, *, tables: Any = None
+        cls,
+        index: TokenIndex | LazyTokenIndex | GrammarIndex | LazyGrammarIndex,
+        *,
+        tables: Any = None,
     ) -> Self:
         """The implementation for `index`'s kind (`Matcher(index)`), or `cls` itself."""
         if cls is Matcher:
@@ -95,7 +99,10 @@ class Matcher:
         return object.__new__(cls)
 
     def __init__(
-        self, index: TokenIndex | LazyTokenIndex | GrammarIndex, *, tables: Any = None
+        self,
+        index: TokenIndex | LazyTokenIndex | GrammarIndex | LazyGrammarIndex,
+        *,
+        tables: Any = None,
     ) -> None:
         raise TypeError(f"Matcher cannot enforce a {type(index).__name__}")
 
@@ -105,7 +112,7 @@ class Matcher:
         return False
 
     @property
-    def index(self) -> TokenIndex | LazyTokenIndex | GrammarIndex:
+    def index(self) -> TokenIndex | LazyTokenIndex | GrammarIndex | LazyGrammarIndex:
         """The index this matcher enforces."""
         raise NotImplementedError
 

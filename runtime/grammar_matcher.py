@@ -17,6 +17,7 @@ import numpy.typing as npt
 from fsmcompile._native import write_row
 from fsmcompile.errors import ArtifactCorruptError
 from fsmcompile.tables.grammar_index import GrammarIndex
+from fsmcompile.tables.lazy_grammar_index import LazyGrammarIndex
 from fsmcompile.types import TokenId
 
 from .base import Matcher
@@ -37,13 +38,16 @@ class GrammarMatcher(Matcher):
 
     @classmethod
     def serves(cls, index: object) -> bool:
-        return isinstance(index, GrammarIndex)
+        return isinstance(index, GrammarIndex | LazyGrammarIndex)
 
-    def __init__(self, index: GrammarIndex, *, tables: GrammarTables | None = None) -> None:
+    def __init__(
+        self, index: GrammarIndex | LazyGrammarIndex, *, tables: GrammarTables | None = None
+    ) -> None:
         """Start before the first byte of the text.
 
         Args:
-            index: the compiled `GrammarIndex` to enforce.
+            index: the compiled `GrammarIndex` to enforce, or a `LazyGrammarIndex` (its
+                lexer states' token groups are walked as rows first need them).
             tables: shared lookup tables; by default those cached for `index`.
         """
         self._index = index
@@ -55,7 +59,7 @@ class GrammarMatcher(Matcher):
         self._terminated = False
 
     @property
-    def index(self) -> GrammarIndex:
+    def index(self) -> GrammarIndex | LazyGrammarIndex:
         """The index this matcher enforces."""
         return self._index
 

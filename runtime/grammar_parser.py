@@ -16,24 +16,26 @@ import numpy.typing as npt
 
 from fsmcompile._native import Parser
 from fsmcompile.errors import ArtifactCorruptError
-from fsmcompile.tables.grammar_index import ANY_CONTEXT
+from fsmcompile.tables.grammar_index import ANY_CONTEXT, GrammarIndex
 
-from .parser_tables import ParserTables
+from .parser_tables import GroupTables, ParserTables
 
 if TYPE_CHECKING:
-    from fsmcompile.tables.grammar_index import GrammarIndex
+    from fsmcompile.tables.lazy_grammar_index import LazyGrammarIndex
     from fsmcompile.tables.sequences import SequenceTable
 
 
 def parser_for(
-    index: GrammarIndex,
+    index: GrammarIndex | LazyGrammarIndex,
     sequences: SequenceTable,
     num_words: int,
     eos_row: npt.NDArray[np.int32],
+    groups: GroupTables | None = None,
 ) -> Parser:
     """The C parser of `index`, reading `sequences` (which the runtime extends) for the
     emitted sequences, and making mask rows of `num_words` int32 words (`eos_row` where
-    the text may end).
+    the text may end). `groups` are the runs and token groups it starts with: by default
+    every origin's, from a `GrammarIndex` (a `LazyGrammarIndex` passes its loader's).
 
     Raises:
         ArtifactCorruptError: the index's tables contradict one another (an id out of its
@@ -42,18 +44,19 @@ def parser_for(
             memory safety must not rest on every caller having checked.
     """
     try:
-        return Parser(parser_tables(index, sequences, num_words, eos_row))
+        return Parser(parser_tables(index, sequences, num_words, eos_row, groups))
     except (ValueError, IndexError) as error:
         raise ArtifactCorruptError(f"grammar index tables: {error}") from error
 
 
 def parser_tables(
-    index: GrammarIndex,
+    index: GrammarIndex | LazyGrammarIndex,
     sequences: SequenceTable,
     num_words: int,
     eos_row: npt.NDArray[np.int32],
+    groups: GroupTables | None = None,
 ) -> ParserTables:
-    """The named tables `Parser` is built from for `index`.
+    """The named tables `Parser` is built from for `index` (`groups` as `parser_for`).
 
     Raises:
         ValueError, IndexError: tables whose shapes or ids disagree.
@@ -77,10 +80,12 @@ def parser_tables(
     np.cumsum([len(c) for c in pair_contexts], out=pair_ctx_start[1:])
     ignored = index.ignored.astype(np.uint8)
     xset_free = [any(ctxs is None and ignored[t] for t, ctxs in per_xset) for per_xset in pairs]
-    runs = entry_runs(index)
-    masks = index.masks
-    if masks.shape[0] and masks.shape[1] != num_words:
-        raise ValueError(f"dense rows have {masks.shape[1]} words, expected {num_words}")
+    if groups is None:
+        assert isinstance(index, GrammarIndex), "a lazy index passes its loader's groups"
+        masks = index.masks
+        if masks.shape[0] and masks.shape[1] != num_words:
+            raise ValueError(f"dense rows have {masks.shape[1]} words, expected {num_words}")
+        groups = eager_groups(index)
     kill_masks = index.kill_masks
     if kill_masks.shape[0] and kill_masks.shape[1] != num_words:
         raise ValueError(f"kill rows have {kill_masks.shape[1]} words, expected {num_words}")
@@ -104,8 +109,8 @@ def parser_tables(
         rule_lhs=i32(table.rule_lhs),
         rule_len=i32(table.rule_len),
         context_of_state=i32(table.context_of_state),
-        ctxset_start=i64(index.ctxset_start),
-        ctxset_context=i32(index.ctxset_context),
+        ctxset_start=groups.ctxset_start,
+        ctxset_context=groups.ctxset_context,
         ignored=u8(ignored),
         dead=u8(dead),
         xset_free=u8(xset_free),
@@ -114,16 +119,16 @@ def parser_tables(
         pair_ctx_start=pair_ctx_start,
         pair_any=u8([ctxs is None for _, ctxs in flat]),
         pair_context=i32([c for ctxs in pair_contexts for c in ctxs]),
-        origin_run=origin_pairs(runs.origin_run),
-        run_seq=i64(runs.seq),
-        run_xset=i64(runs.xset),
-        run_skip=i64(runs.skip),
-        run_start=i64(runs.start),
-        run_groups=i32(runs.groups),
-        group_dense=i32(index.group_dense),
-        group_token_start=i64(index.group_token_start),
-        group_tokens=i32(index.group_tokens),
-        masks=i32(masks),
+        origin_run=groups.origin_run,
+        run_seq=groups.run_seq,
+        run_xset=groups.run_xset,
+        run_skip=groups.run_skip,
+        run_start=groups.run_start,
+        run_groups=groups.run_groups,
+        group_dense=groups.group_dense,
+        group_token_start=groups.group_token_start,
+        group_tokens=groups.group_tokens,
+        masks=groups.masks,
         label=i32(lexer.label),
         state_kill=i32(index.state_kill),
         kill_masks=i32(kill_masks),
@@ -149,6 +154,33 @@ def parser_tables(
         num_contexts=num_contexts,
         num_words=num_words,
     )
+
+
+def eager_groups(index: GrammarIndex) -> GroupTables:
+    """Every origin's runs and token groups of a `GrammarIndex`, as the parser reads them."""
+    runs = entry_runs(index)
+    return GroupTables(
+        origin_run=origin_pairs(runs.origin_run),
+        run_seq=_i64(runs.seq),
+        run_xset=_i64(runs.xset),
+        run_skip=_i64(runs.skip),
+        run_start=_i64(runs.start),
+        run_groups=_i32(runs.groups),
+        group_dense=_i32(index.group_dense),
+        group_token_start=_i64(index.group_token_start),
+        group_tokens=_i32(index.group_tokens),
+        masks=_i32(index.masks),
+        ctxset_start=_i64(index.ctxset_start),
+        ctxset_context=_i32(index.ctxset_context),
+    )
+
+
+def _i32(values: npt.ArrayLike) -> npt.NDArray[np.int32]:
+    return np.ascontiguousarray(values, dtype=np.int32).reshape(-1)
+
+
+def _i64(values: npt.ArrayLike) -> npt.NDArray[np.int64]:
+    return np.ascontiguousarray(values, dtype=np.int64).reshape(-1)
 
 
 def origin_pairs(origin_run: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
@@ -185,18 +217,34 @@ class Runs:
 
 def entry_runs(index: GrammarIndex) -> Runs:
     """The `Runs` of an index, in numpy (a few ms per 100k entries)."""
-    rank, end = sequence_preorder(index.seq_parent, index.seq_terminal, index.seq_context)
+    return runs_of(
+        (index.seq_parent, index.seq_terminal, index.seq_context),
+        index.group_seq,
+        index.group_xset,
+        index.origin_entry_start,
+        index.entry_group,
+    )
+
+
+def runs_of(
+    sequences: tuple[npt.NDArray[np.integer], npt.NDArray[np.integer], npt.NDArray[np.integer]],
+    group_seq: npt.NDArray[np.int32],
+    group_xset: npt.NDArray[np.int32],
+    starts: npt.NDArray[np.int64],
+    entry_group: npt.NDArray[np.int32],
+) -> Runs:
+    """The `Runs` of token groups listed per origin (`starts`, `entry_group`), their
+    sequences' path order read from the (parent, terminal, context) columns."""
+    rank, end = sequence_preorder(*sequences)
     # Rank groups by (sequence, exit set, id), then sort each origin's entries by rank
     # with one stable sort of (origin, rank).
-    group_seq, group_xset = index.group_seq, index.group_xset
     num_groups = group_seq.shape[0]
     group_rank = np.empty(num_groups, dtype=np.int64)
     group_rank[np.lexsort((group_xset, rank[group_seq]))] = np.arange(num_groups)
-    starts = index.origin_entry_start
     entry_origin = np.repeat(np.arange(starts.shape[0] - 1, dtype=np.int64), np.diff(starts))
-    entry_key = entry_origin * max(num_groups, 1) + group_rank[index.entry_group]
+    entry_key = entry_origin * max(num_groups, 1) + group_rank[entry_group]
     order = np.argsort(entry_key, kind="stable")
-    groups = index.entry_group[order]
+    groups = entry_group[order]
     entry_origin = entry_origin[order]
     run_start = np.flatnonzero(
         _changes(entry_origin) | _changes(group_seq[groups]) | _changes(group_xset[groups])
@@ -268,7 +316,9 @@ def _changes(values: npt.NDArray[np.integer]) -> npt.NDArray[np.bool_]:
     return out
 
 
-def exit_lists(index: GrammarIndex) -> list[list[tuple[int, frozenset[int] | None]]]:
+def exit_lists(
+    index: GrammarIndex | LazyGrammarIndex,
+) -> list[list[tuple[int, frozenset[int] | None]]]:
     """Per exit set, (terminal, contexts that may follow or None for any) pairs."""
     starts = index.xset_start.tolist()
     terminals = index.xset_terminal.tolist()

@@ -33,9 +33,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from fsmcompile._native import fitting_rows, write_row
+from fsmcompile._native import OriginPending, fitting_rows, write_row
+from fsmcompile.errors import ArtifactCorruptError
 from fsmcompile.memo import StageMemo
 from fsmcompile.tables.bits import bitmask_words, set_bits
+from fsmcompile.tables.grammar_index import GrammarIndex
 from fsmcompile.tables.int_columns import int_column
 from fsmcompile.tables.lexer_walks import lexeme_key, tokens_reaching_labels
 from fsmcompile.tables.sequences import ConstraintTable, SequenceTable
@@ -44,9 +46,10 @@ from .counted import items_grown
 from .grammar_parser import parser_for
 from .index_tables import tables_key
 from .jump_forward import FORCED_MAX_BYTES, accepted_prefix, byte_classes, forced_encoding
+from .lazy_origins import OriginLoader
 
 if TYPE_CHECKING:
-    from fsmcompile.tables.grammar_index import GrammarIndex
+    from fsmcompile.tables.lazy_grammar_index import LazyGrammarIndex
 
 Config = tuple[int, int, int, int]
 """(stack id, lexer state, constraint set id, items counted in the pending lexeme): one
@@ -73,7 +76,7 @@ class GrammarTables:
     Memory grows with the distinct stacks and (lexer state, stack) pairs actually seen.
     """
 
-    def __init__(self, index: GrammarIndex) -> None:
+    def __init__(self, index: GrammarIndex | LazyGrammarIndex) -> None:
         table = index.table
         vocab = index.vocabulary
         self.index = index
@@ -93,19 +96,26 @@ class GrammarTables:
         self.start_lexer_state = int(
             lexer.context_start[int(table.context_of_state[int(table.start_state)])]
         )
-        num_contexts = int(lexer.context_start.shape[0])
-        # A sequence's context id past the contexts names a set of them (`ContextSets`).
-        num_context_sets = int(index.ctxset_start.shape[0]) - 1
-        self._sequences = SequenceTable.of(
-            index.seq_parent,
-            index.seq_terminal,
-            index.seq_context,
-            num_terminals=len(index.terminal_names),
-            num_contexts=num_contexts + num_context_sets,
-        )
+        self._loader: OriginLoader | None = None
+        if isinstance(index, GrammarIndex):
+            num_contexts = int(lexer.context_start.shape[0])
+            # A sequence's context id past the contexts names a set of them (`ContextSets`).
+            num_context_sets = int(index.ctxset_start.shape[0]) - 1
+            self._sequences = SequenceTable.of(
+                index.seq_parent,
+                index.seq_terminal,
+                index.seq_context,
+                num_terminals=len(index.terminal_names),
+                num_contexts=num_contexts + num_context_sets,
+            )
+            groups = None
+        else:  # lazy: the walks and the runtime extend one table of sequences
+            self._sequences = index.origins.sequences
+            self._loader = OriginLoader(index, self.num_words)
+            groups = self._loader.tables()
         self._constraints = ConstraintTable()
         # The parser, its memos and the rows' checks, unions and caches, in C.
-        self._parser = parser_for(index, self._sequences, self.num_words, self.eos_row)
+        self._parser = parser_for(index, self._sequences, self.num_words, self.eos_row, groups)
         self._state_xset = int_column(index.state_xset)
         self._char_bound = int_column(lexer.char_bound)
         if max(self._char_bound, default=-1) >= 0:
@@ -142,8 +152,19 @@ class GrammarTables:
     def config_row(self, stack: int, state: int) -> tuple[npt.NDArray[np.int32], int]:
         """int32[W]: tokens (and EOS) allowed for one unconstrained configuration, and the
         shallowest stack depth that decided it. Computed and cached in C (`Parser.row`)."""
-        row, floor = self._parser.row(stack, state)
-        return self._row_at(row), floor
+        while True:
+            try:
+                row, floor = self._parser.row(stack, state)
+                return self._row_at(row), floor
+            except OriginPending as pending:
+                self._walk_origin(pending.args[0])
+
+    def _walk_origin(self, state: int) -> None:
+        """Give the parser the groups of origin `state`, which a row asked for (only a
+        lazy index leaves origins pending)."""
+        if self._loader is None:
+            raise ArtifactCorruptError(f"grammar index: origin {state} has no groups")
+        self._parser.regroup(self._loader.load(state))
 
     def _row_at(self, row: int) -> npt.NDArray[np.int32]:
         """The parser's row `row` as a read-only array over its bytes (no copy), kept by id
@@ -225,8 +246,12 @@ class GrammarTables:
             stack, state, cid, count = configs[0]
             bound = self._char_bound[state]  # `_room`, inlined: every token asks
             if cid == 0 and (bound < 0 or bound - count >= self._longest_token):
-                self._parser.write_row(bitmask, row, stack, state)
-                return
+                while True:
+                    try:
+                        self._parser.write_row(bitmask, row, stack, state)
+                        return
+                    except OriginPending as pending:
+                        self._walk_origin(pending.args[0])
         write_row(bitmask, row, self.set_row(configs, fresh))
 
     # -- advancing ------------------------------------------------------------------------
@@ -432,7 +457,7 @@ _fitting_rows: StageMemo[tuple[str, bytes], npt.NDArray[np.int32]] = StageMemo(
 (2 MB for Llama 3: 128 rooms of 16 KB)."""
 
 
-def grammar_tables_for(index: GrammarIndex) -> GrammarTables:
+def grammar_tables_for(index: GrammarIndex | LazyGrammarIndex) -> GrammarTables:
     """The shared `GrammarTables` of `index` (LRU of 16, keyed by `tables_key`)."""
     return _tables_cache.get_or_make(tables_key(index), lambda: GrammarTables(index))
 

@@ -18,6 +18,7 @@ from fsmcompile._native import DfaWalk
 from fsmcompile.memo import StageMemo
 from fsmcompile.tables.bits import bitmask_words, set_bits
 from fsmcompile.tables.int_columns import int_column
+from fsmcompile.tables.lazy_grammar_index import LazyGrammarIndex
 from fsmcompile.tables.lazy_index import LazyTokenIndex
 from fsmcompile.types import DEAD, StateId, TokenId
 
@@ -278,7 +279,9 @@ def tables_for(index: TokenIndex | LazyTokenIndex) -> IndexTables:
     return _tables_cache.get_or_make(tables_key(index), make)
 
 
-def tables_key(index: TokenIndex | LazyTokenIndex | GrammarIndex) -> tuple[object, ...]:
+def tables_key(
+    index: TokenIndex | LazyTokenIndex | GrammarIndex | LazyGrammarIndex,
+) -> tuple[object, ...]:
     """What an index's runtime tables are made of: its vocabulary's content and the
     identity of its other parts, all but the spec hash and kind.
 

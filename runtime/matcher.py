@@ -12,6 +12,7 @@ parser stack, `grammar_matcher.py`). This module imports both, so `Matcher` find
 from __future__ import annotations
 
 from fsmcompile.tables.grammar_index import GrammarIndex
+from fsmcompile.tables.lazy_grammar_index import LazyGrammarIndex
 from fsmcompile.tables.lazy_index import LazyTokenIndex
 from fsmcompile.tables.token_index import TokenIndex
 
@@ -35,7 +36,7 @@ __all__ = [
 ]
 
 
-def matcher_for(index: TokenIndex | LazyTokenIndex | GrammarIndex) -> Matcher:
+def matcher_for(index: TokenIndex | LazyTokenIndex | GrammarIndex | LazyGrammarIndex) -> Matcher:
     """A fresh matcher for any compiled index: `Matcher(index)`."""
     return Matcher(index)
 

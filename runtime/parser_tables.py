@@ -122,3 +122,23 @@ class ParserTables:
     """K."""
     num_words: int
     """W."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupTables:
+    """The runs, token groups and context sets `Parser(tables)` starts with and
+    `Parser.regroup(tables)` replaces: fields as in `ParserTables`. A lazy index's loader
+    (`lazy_origins.py`) appends to them, so ids handed in earlier keep their meaning."""
+
+    origin_run: Int64
+    run_seq: Int64
+    run_xset: Int64
+    run_skip: Int64
+    run_start: Int64
+    run_groups: Int32
+    group_dense: Int32
+    group_token_start: Int64
+    group_tokens: Int32
+    masks: Int32
+    ctxset_start: Int64
+    ctxset_context: Int32

@@ -1,6 +1,7 @@
-"""fsmcompile with lazy rows: `Compiler.compile_lazy`, so a DFA spec's first mask costs
-one vocabulary walk from the start state instead of the whole index (issue 47's first
-step). Grammar specs compile in full, as with the eager adapter."""
+"""fsmcompile with lazy indexes: `Compiler.compile_lazy`, so a spec's first mask costs its
+automaton or grammar and the walks of the states the first steps visit, not the whole
+index. A DFA spec's rows are made per state (`LazyTokenIndex`); a grammar spec's token
+groups are walked per lexer state (`LazyGrammarIndex`)."""
 
 from __future__ import annotations
 

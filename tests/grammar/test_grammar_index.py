@@ -252,14 +252,14 @@ def test_grammar_index_context_sets_stand_for_each_context(gpt2, monkeypatch):
     # keeps one entry per set of those contexts the next byte takes to one lexer state.
     # Spelled out context by context, the outcomes are those of a walk that kept every
     # context apart, and the matcher takes a document that needs a set's member.
-    import fsmcompile.index.cfg.build as grammar_index
+    import fsmcompile.index.cfg.origins as grammar_walks
     from fsmcompile.compiler import Compiler
     from fsmcompile.index.cfg.context_sets import ContextSets
 
     merged = Compiler(gpt2, cache=False).compile_json_schema(NESTED_OBJECTS)
     assert merged.ctxset_start.shape[0] > 1  # some sets were made
     monkeypatch.setattr(
-        grammar_index, "ContextSets", lambda *args, merge: ContextSets(*args, merge=False)
+        grammar_walks, "ContextSets", lambda *args, merge: ContextSets(*args, merge=False)
     )
     apart = Compiler(gpt2, cache=False).compile_json_schema(NESTED_OBJECTS)  # no index above
     assert apart.ctxset_start.shape[0] == 1

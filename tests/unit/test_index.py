@@ -222,7 +222,7 @@ def test_index_string_escapes_and_first_characters_are_served_exactly(gpt2: Voca
 
 
 def test_set_bits_of_rows_lists_every_set_bit_by_row_then_bit() -> None:
-    from fsmcompile.index.cfg.build import _set_bits_of_rows
+    from fsmcompile.index.cfg.origins import _set_bits_of_rows
 
     rng = np.random.default_rng(1)
     for _ in range(200):
