@@ -274,13 +274,14 @@ def test_the_lr0_step_stops_at_the_deadline() -> None:
 
 
 def test_the_lookahead_step_stops_at_the_deadline() -> None:
-    # 1,000 keywords: the lookaheads take 1 s of C unloaded (5x BUDGET_S), the LR(0)
-    # states 0.1 s, built first without a deadline.
-    grammar = lalr._numbered(_keyword_chain(1000), "s")
+    # 2,000 keywords: the lookaheads take 1 s of C unloaded (5x BUDGET_S; 1,000 took
+    # 0.22 s on a faster machine, and then sometimes finished before the deadline), the
+    # LR(0) states 0.4 s, built first without a deadline.
+    grammar = lalr._numbered(_keyword_chain(2000), "s")
     columns = lalr._columns(grammar)
     lr0 = lalr._lr0(grammar, columns)
     _stops_in_time(lambda: lalr._lookaheads(grammar, columns, lr0))
-    _stops_in_time(lambda: lalr.lalr_states(_keyword_chain(1000), "s"))
+    _stops_in_time(lambda: lalr.lalr_states(_keyword_chain(2000), "s"))
 
 
 def test_the_action_step_stops_at_the_deadline() -> None:
