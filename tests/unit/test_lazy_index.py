@@ -25,6 +25,8 @@ from fsmcompile.runtime.dfa_matcher import DfaMatcher
 from fsmcompile.store.cache import TieredCache
 from fsmcompile.store.memory import MemoryStore
 from fsmcompile.tables.byte_dfa import ByteDFA
+from fsmcompile.tables.grammar_index import GrammarIndex
+from fsmcompile.tables.lazy_grammar_index import LazyGrammarIndex
 from fsmcompile.tables.lazy_index import LazyTokenIndex
 from fsmcompile.tables.token_index import TokenIndex
 from fsmcompile.types import DEAD
@@ -157,12 +159,16 @@ def test_background_completion_stores_the_full_index_while_rows_are_served() -> 
     assert compiler.compile_spec("regex", PATTERNS["email"]).cache_hit
 
 
-def test_a_grammar_spec_compiles_in_full_and_lark_is_untouched() -> None:
+def test_a_grammar_spec_gives_a_lazy_grammar_index_stored_on_completion() -> None:
     vocab = load_vocabulary("gpt2")
     compiler, _ = compiler_with_cache(vocab)
     recursive = {"type": "object", "properties": {"a": {"$ref": "#"}}}
     index = compiler.compile_json_schema(recursive, lazy=True)
-    assert not isinstance(index, LazyTokenIndex | TokenIndex)  # a GrammarIndex
+    assert isinstance(index, LazyGrammarIndex)  # lexer states walked on demand
+    tokens = vocab.encode('{"a":{"a":{}}}')
+    assert Matcher(index).advance_many(tokens) == len(tokens)
+    full = index.complete()
+    assert isinstance(full, GrammarIndex)
     assert compiler.compile_spec("json", recursive).cache_hit
 
 
