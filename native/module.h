@@ -11,7 +11,7 @@ int add_counted(PyObject *module);   /* counted.c: fitting_rows, items_grown */
 int add_parser(PyObject *module);    /* parser_type.c: Parser */
 int add_dfa_walk(PyObject *module);  /* dfa_walk.c: DfaWalk */
 int add_bits(PyObject *module);      /* bits.c: set_token_bits, set_token_runs, row_hashes */
-int add_reach(PyObject *module);     /* reach.c: mark_reached, bfs_order */
+int add_reach(PyObject *module);     /* reach.c: mark_reached, bfs_order, reach_or */
 int add_refine(PyObject *module);    /* refine.c: refine_partition */
 int add_subset(PyObject *module);    /* subset.c: product_pair, product_union */
 int add_subset_overlap(PyObject *module); /* subset_overlap.c: subset_concat, subset_repeat */

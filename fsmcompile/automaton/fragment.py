@@ -125,7 +125,11 @@ def distinct_targets(table: npt.NDArray[np.int32]) -> list[list[int]]:
     fresh = np.ones_like(ordered, dtype=np.bool_)
     fresh[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
     fresh &= ordered >= 0
-    return [row[keep].tolist() for row, keep in zip(ordered, fresh, strict=True)]
+    # One `tolist` of every kept target, then slices: a `tolist` per row was most of the
+    # cost for a lexer of thousands of states (exit sets and regions each call this).
+    flat = ordered[fresh].tolist()
+    bounds = [0, *np.cumsum(fresh.sum(axis=1)).tolist()]
+    return [flat[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
 def nothing(num_classes: int) -> Fragment:

@@ -290,15 +290,15 @@ def test_grammar_index_context_sets_stand_for_each_context(gpt2, monkeypatch):
             st.lists(
                 st.lists(st.integers(-1, n - 1), min_size=3, max_size=3), min_size=n, max_size=n
             ),
-            st.lists(st.integers(0, 7), min_size=n, max_size=n),
+            st.lists(st.integers(0, 2**130 - 1), min_size=n, max_size=n),
         )
     )
 )
 def test_exit_reach_is_the_reachability_fixpoint(graph: tuple[list[list[int]], list[int]]) -> None:
     """One pass over the components gives what iterating "OR in every successor" to a
-    fixpoint gives, on random graphs with cycles, self-loops and dead transitions."""
-    from fsmcompile.automaton.fragment import distinct_targets
-    from fsmcompile.index.cfg.exits import _reach
+    fixpoint gives, on random graphs with cycles, self-loops and dead transitions, with
+    bitsets three words wide."""
+    from fsmcompile.index.cfg.exits import _as_int, _reach
 
     rows, seeds = graph
     trans = np.asarray(rows, dtype=np.int32)
@@ -313,7 +313,21 @@ def test_exit_reach_is_the_reachability_fixpoint(graph: tuple[list[list[int]], l
                     value |= expected[target]
             if value != expected[q]:
                 expected[q], changed = value, True
-    assert _reach(distinct_targets(trans), seeds) == expected
+    seed_rows = np.frombuffer(b"".join(s.to_bytes(24, "little") for s in seeds), dtype="<i8")
+    reach = _reach(trans, seed_rows.reshape(len(seeds), 3).copy())
+    assert [_as_int(row) for row in reach] == expected
+
+
+def test_exit_reach_refuses_tables_that_do_not_fit() -> None:
+    from fsmcompile import _native
+
+    seeds = np.zeros((2, 1), dtype=np.int64)
+    with pytest.raises(ValueError, match="names no state"):
+        _native.reach_or(np.full((2, 1), 2, dtype=np.int32), seeds, np.empty_like(seeds))
+    with pytest.raises(ValueError, match="int64"):
+        _native.reach_or(np.zeros((2, 1), dtype=np.int32), seeds, np.empty((2, 2), np.int64))
+    with pytest.raises(ValueError, match="int32"):
+        _native.reach_or(np.zeros((2, 1), dtype=np.int64), seeds, np.empty_like(seeds))
 
 
 def test_grammar_exit_sets_mark_terminals_nothing_can_follow():

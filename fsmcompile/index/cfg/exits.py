@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from fsmcompile.automaton.fragment import distinct_targets
-from fsmcompile.index.wide_rows import unique_mask_rows
+from fsmcompile import _native
+from fsmcompile.index.wide_rows import unique_mask_rows, unique_wide_rows
 from fsmcompile.tables.bits import bit_positions, pack_bool_rows
 from fsmcompile.tables.grammar_index import ANY_CONTEXT, END_ONLY
 from fsmcompile.tables.lexer_automaton import LexerAutomaton
@@ -42,65 +42,28 @@ class ExitSets:
     pair_context: npt.NDArray[np.int32]
 
 
-def _reach(succ: list[list[int]], seeds: list[int]) -> list[int]:
-    """Per state, the OR of the seed bitsets of every state it reaches (itself included).
+def _reach(trans: npt.NDArray[np.int32], seeds: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Per state, the OR of the seed bitsets (int64[L, W] rows) of every state it reaches,
+    itself included (`_native.reach_or`: one pass over the strongly connected components;
+    as Python integer bitsets this was most of the exit sets' cost)."""
+    out = np.empty_like(seeds)
+    _native.reach_or(np.ascontiguousarray(trans, dtype=np.int32), seeds, out)
+    return out
 
-    One pass over the strongly connected components in reverse topological order
-    (Tarjan's order, iteratively): every member of a component reaches the same states.
-    """
-    n = len(succ)
-    index = [-1] * n
-    low = [0] * n
-    on_stack = [False] * n
-    stack: list[int] = []
-    reach = [0] * n
-    counter = 0
-    for root in range(n):
-        if index[root] >= 0:
-            continue
-        work = [(root, 0)]
-        while work:
-            v, i = work.pop()
-            if i == 0:
-                index[v] = low[v] = counter
-                counter += 1
-                stack.append(v)
-                on_stack[v] = True
-            recurse = False
-            edges = succ[v]
-            while i < len(edges):
-                w = edges[i]
-                i += 1
-                if index[w] < 0:
-                    work.append((v, i))
-                    work.append((w, 0))
-                    recurse = True
-                    break
-                if on_stack[w] and index[w] < low[v]:
-                    low[v] = index[w]
-            if recurse:
-                continue
-            if low[v] == index[v]:
-                members = []
-                bits = 0
-                while True:
-                    w = stack.pop()
-                    on_stack[w] = False
-                    members.append(w)
-                    bits |= seeds[w]
-                    if w == v:
-                        break
-                for w in members:
-                    for x in succ[w]:
-                        if not on_stack[x]:  # a finished component, or one of ours
-                            bits |= reach[x]
-                for w in members:
-                    reach[w] = bits
-            if work:
-                parent = work[-1][0]
-                if low[v] < low[parent]:
-                    low[parent] = low[v]
-    return reach
+
+def _bit_rows(
+    num_states: int, states: npt.NDArray[np.intp], bits: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int64]:
+    """int64[L, W]: bit `bits[i]` set in the row of `states[i]`, every other row zero."""
+    words = max(1, (int(bits.max(initial=-1)) + 64) // 64)
+    rows = np.zeros((num_states, words), dtype=np.uint64)
+    rows[states, bits // 64] = np.left_shift(np.uint64(1), (bits % 64).astype(np.uint64))
+    return rows.view(np.int64)
+
+
+def _as_int(row: npt.NDArray[np.int64]) -> int:
+    """A bitset row as one Python integer (bit b of word w is bit 64 w + b)."""
+    return int.from_bytes(row.astype("<i8").tobytes(), "little")
 
 
 def _any_shared(a: npt.NDArray[np.bool_], b: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
@@ -121,8 +84,8 @@ def _any_shared(a: npt.NDArray[np.bool_], b: npt.NDArray[np.bool_]) -> npt.NDArr
 def exit_sets(lexer: LexerAutomaton, num_terminals: int) -> ExitSets:
     """The exit set of every lexer state.
 
-    Cost: one or two passes over the strongly connected components (integer bitsets),
-    plus a Python pass over the states; only "restricted" end states (some context
+    Cost: two passes over the strongly connected components (C, bitset rows), plus a
+    Python pass over the distinct reach rows; only "restricted" end states (some context
     cannot follow them, rare) carry per-context detail.
     """
     trans, label = lexer.transitions, lexer.label
@@ -135,41 +98,38 @@ def exit_sets(lexer: LexerAutomaton, num_terminals: int) -> ExitSets:
     # A context where no lexeme can start (only `$END` expected) follows nothing; the
     # runtime asks the parser for EOS there, so it does not make every state restricted.
     restricted = labelled & ~follows[:, starts_alive.any(axis=1)].all(axis=1)
-    succ = distinct_targets(trans)
+    free = np.flatnonzero(labelled & ~restricted)
+    free_reach = _reach(trans, _bit_rows(num_states, free, label[free].astype(np.int64)))
+    limited = np.flatnonzero(restricted)
+    limited_reach = _reach(trans, _bit_rows(num_states, limited, np.arange(limited.shape[0])))
     label_list = label.tolist()
-    free_seeds = [0] * num_states
-    for q in np.flatnonzero(labelled & ~restricted).tolist():
-        free_seeds[q] = 1 << label_list[q]
-    free_reach = _reach(succ, free_seeds)
-    limited = np.flatnonzero(restricted).tolist()
-    limited_reach = [0] * num_states
-    if limited:
-        limited_seeds = [0] * num_states
-        for j, r in enumerate(limited):
-            limited_seeds[r] = 1 << j
-        limited_reach = _reach(succ, limited_seeds)
-    limited_follows = {r: np.flatnonzero(follows[r]).tolist() for r in limited}
+    limited_list = limited.tolist()
+    limited_follows = {r: np.flatnonzero(follows[r]).tolist() for r in limited_list}
 
     ids: dict[tuple[tuple[int, int], ...], int] = {}
     # States reaching the same labels share their exit set: one set per distinct
-    # (free, limited) reach (a WashingtonPost lexer: 0.5 s spent on every state's own).
-    by_reach: dict[tuple[int, int], int] = {}
-    xsets: list[int] = []
-    for free_bits, limited_bits in zip(free_reach, limited_reach, strict=True):
-        found = by_reach.get((free_bits, limited_bits))
-        if found is None:
-            pairs = {(t, ANY_CONTEXT) for t in bit_positions(free_bits)}
-            for j in bit_positions(limited_bits):
-                r = limited[j]
-                t = label_list[r]
-                if free_bits >> t & 1:
-                    continue
-                pairs.add((t, END_ONLY))
-                pairs.update((t, k) for k in limited_follows[r])
-            key = tuple(sorted(pairs))
-            found = by_reach[(free_bits, limited_bits)] = ids.setdefault(key, len(ids))
-        xsets.append(found)
-    state_xset = np.array(xsets, dtype=np.int32)
+    # (free, limited) reach, taken in order of each one's first state so that ids are
+    # numbered as a pass over the states would (a WashingtonPost lexer: 0.5 s spent on
+    # every state's own).
+    reach = np.ascontiguousarray(np.concatenate([free_reach, limited_reach], axis=1))
+    first, of_state = unique_wide_rows(reach.view(np.uint64))
+    words = free_reach.shape[1]
+    xset_of = np.empty(first.shape[0], dtype=np.int32)
+    for g in np.argsort(first, kind="stable").tolist():
+        row = reach[first[g]]
+        free_bits, limited_bits = _as_int(row[:words]), _as_int(row[words:])
+        pairs = {(t, ANY_CONTEXT) for t in bit_positions(free_bits)}
+        for j in bit_positions(limited_bits):
+            r = limited_list[j]
+            t = label_list[r]
+            if free_bits >> t & 1:
+                continue
+            pairs.add((t, END_ONLY))
+            pairs.update((t, k) for k in limited_follows[r])
+        key = tuple(sorted(pairs))
+        xset_of[g] = ids.setdefault(key, len(ids))
+    xsets = xset_of[of_state]
+    state_xset = np.ascontiguousarray(xsets, dtype=np.int32)
     keys = sorted(ids, key=ids.__getitem__)
     lengths = np.array([len(k) for k in keys], dtype=np.int64)
     flat = [p for k in keys for p in k]

@@ -26,12 +26,13 @@ def lexer_shapes(lexer: LexerAutomaton, deadline: float | None = None) -> LexerS
     shape = shape.reshape(-1)
     reps = first
     shape_trans = np.where(trans[reps] >= 0, shape[np.maximum(trans[reps], 0)], -1)
+    # Each state takes the largest tag among its moves' targets, until nothing changes;
+    # a round reads every move at once (a loop over byte classes cost more than the rest).
     tag = lexer.restart_context.astype(np.int64).copy()
-    while True:
-        nxt = tag.copy()
-        for c in range(trans.shape[1]):
-            ok = trans[:, c] >= 0
-            nxt[ok] = np.maximum(nxt[ok], tag[trans[ok, c]])
+    live = trans >= 0
+    targets = np.maximum(trans, 0)
+    while (tag >= 0).any():
+        nxt = np.maximum(tag, np.where(live, tag[targets], -1).max(axis=1, initial=-1))
         if np.array_equal(nxt, tag):
             break
         tag = nxt
