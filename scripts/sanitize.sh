@@ -68,6 +68,8 @@ tests=(
   tests/grammar/test_lalr_native.py
   tests/grammar/test_lexcheck_native.py
   tests/grammar/test_lexer_native.py
+  tests/grammar/test_exit_sets.py
+  tests/grammar/test_lazy_grammar_index.py
   tests/unit/test_live_walk.py
   tests/unit/test_subset.py
   tests/unit/test_automaton.py
