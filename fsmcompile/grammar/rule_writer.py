@@ -20,8 +20,10 @@ from fsmcompile.grammar.rule_trees import (
 from fsmcompile.ir.dag_walk import Call, fold, run
 from fsmcompile.ir.nodes import (
     Alt,
+    And,
     CharSet,
     Concat,
+    CountedRepeat,
     Diff,
     Node,
     Ref,
@@ -58,15 +60,19 @@ class RuleWriter:
         self.deadline = deadline
         self.split_wide = split_wide
         self.split_terminals: set[str] = set()
-        # By id, holding the node so that its id is not reused by a temporary one.
+        # Per-node facts, asked again for each concatenation, choice and split check that
+        # meets the node. By id, holding the node so that its id is not reused by a
+        # temporary one (a run of items joined into one terminal, a grouped string).
         self._size: dict[Hashable, tuple[Node, int]] = {}
         self._splits: dict[Hashable, tuple[Node, bool]] = {}
+        self._has_ref: dict[Hashable, tuple[Node, bool]] = {}
+        self._alone: dict[int, tuple[Node, bool]] = {}
+        self._counted_memo: dict[int, tuple[Node, bool]] = {}
         # By content digest: hashing a deep IR tree by value recurses once per level
         # (and re-walks shared sub-trees).
         self.terminal_of: dict[bytes, tuple[str | None, bool]] = {}
         self.by_signature: dict[bytes, str] = {}
         self.generated: dict[str, tuple[Node, ByteDFA]] = {}
-        self._has_ref: dict[Hashable, bool] = {}
         self.shared = self._shared_nodes(rules)
         self.trees: dict[str, Tree] = {}
         for name, body in rules.items():
@@ -87,7 +93,9 @@ class RuleWriter:
         """Whether a `Ref` is under `node` (walked without recursion: IR nests a few
         levels per optional member of an object)."""
         found = self._has_ref.get(id(node))
-        return fold(node, children, _holds_ref, self._has_ref) if found is None else found
+        if found is None:
+            found = fold(node, children, _holds_ref, self._has_ref)
+        return found[1]
 
     def terminal(self, node: Node) -> tuple[str | None, bool]:
         """(terminal name, or None when only the empty string is left; nullable) for a
@@ -238,7 +246,10 @@ class RuleWriter:
         that many copies of its item); refs count nothing. A difference counts what it
         keeps: the keys an object's extra members may not take make it large, but it
         stays with the comma and quotes around it, where it cannot meet a listed key."""
-        return fold(node, _sized_parts, _sized, self._size)[1]
+        found = self._size.get(id(node))
+        if found is None:
+            found = fold(node, _sized_parts, _sized, self._size)
+        return found[1]
 
     def _wide(self, node: Node) -> bool:
         return self.split_wide and not self.has_ref(node) and self.size(node) >= _WIDE_FROM
@@ -255,11 +266,11 @@ class RuleWriter:
         while i < len(items):
             item = items[i]
             if (
-                (self._wide(item) or counted_item(Concat((item,))) is not None)
-                and out
+                out
                 and i + 1 < len(items)
                 and _single_char(out[-1])
                 and out[-1] == items[i + 1]
+                and (self._wide(item) or _counted_alone(item))
             ):
                 out[-1] = Concat((out[-1], item, items[i + 1]))
                 i += 2
@@ -270,13 +281,22 @@ class RuleWriter:
 
     def _stands_alone(self, item: Node) -> bool:
         """Whether a ref-free item of a concatenation is written as a piece of its own."""
-        return self._wide(item) or self.splits(item) or self._counted(item)
+        found = self._alone.get(id(item))
+        if found is None:
+            alone = self._wide(item) or self.splits(item) or self._counted(item)
+            found = self._alone[id(item)] = (item, alone)
+        return found[1]
 
     def _counted(self, node: Node) -> bool:
         """Whether `node` is a counted piece (a string under `maxLength`, `counted_at`):
         written as a terminal of its own, whose bound the lexer may count rather than
         unroll, where joined to the text around it the bound would be unrolled."""
-        return self.split_wide and counted_item(node) is not None
+        if not self.split_wide:
+            return False
+        found = self._counted_memo.get(id(node))
+        if found is None:
+            found = self._counted_memo[id(node)] = (node, counted_item(node) is not None)
+        return found[1]
 
     def splits(self, node: Node) -> bool:
         """Whether a ref-free `node` is written as several terminals rather than one: it
@@ -287,7 +307,10 @@ class RuleWriter:
         terminal is one automaton for all of them."""
         if not self.split_wide or self.has_ref(node):
             return False
-        return fold(node, self._split_parts, self._split, self._splits)[1]
+        found = self._splits.get(id(node))
+        if found is None:
+            found = fold(node, self._split_parts, self._split, self._splits)
+        return found[1]
 
     def _split_parts(self, node: Node) -> tuple[Node, ...]:
         """The sub-trees whose `splits` decides that of `node`: a choice's or repeat's
@@ -301,8 +324,9 @@ class RuleWriter:
         if isinstance(node, Concat):
             grouped = self._grouped(node)
             return node, len(grouped) > 1 and any(self._stands_alone(p) for p in grouped)
-        found = any(split for _, split in parts) or any(map(self._counted, children(node)))
-        return node, isinstance(node, (Alt, Repeat)) and found
+        if not isinstance(node, (Alt, Repeat)):
+            return node, False
+        return node, any(split for _, split in parts) or any(map(self._counted, children(node)))
 
     # -- FIRST sets --------------------------------------------------------------------
 
@@ -481,8 +505,9 @@ def _closing_bracket(node: Node) -> bool:
     return isinstance(node, CharSet) and node.ranges in (((0x5D, 0x5D),), ((0x7D, 0x7D),))
 
 
-def _holds_ref(node: Node, below: list[bool]) -> bool:
-    return isinstance(node, Ref) or any(below)
+def _holds_ref(node: Node, below: list[tuple[Node, bool]]) -> tuple[Node, bool]:
+    """(`node`, whether a `Ref` is under it) from its children's answers."""
+    return node, isinstance(node, Ref) or any(found for _, found in below)
 
 
 def _sized_parts(node: Node) -> tuple[Node, ...]:
@@ -500,6 +525,13 @@ def _sized(node: Node, sizes: list[tuple[Node, int]]) -> tuple[Node, int]:
     if isinstance(node, Diff):
         return node, sizes[0][1]
     return node, max(1, sum(size for _, size in sizes))
+
+
+def _counted_alone(item: Node) -> bool:
+    """Whether `item` alone is a counted piece (`counted_item` of it as a one-item
+    concatenation), without building that concatenation for the many items that cannot
+    be one."""
+    return isinstance(item, (CountedRepeat, And)) and counted_item(Concat((item,))) is not None
 
 
 def _single_char(node: Node) -> bool:

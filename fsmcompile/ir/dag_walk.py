@@ -40,21 +40,23 @@ def fold(
     found = key(root)
     if found in memo:
         return memo[found]
-    stack: list[tuple[Item, bool]] = [(root, False)]
+    # An item waiting for its parts carries them: `parts` is asked once per item.
+    stack: list[tuple[Item, Sequence[Item] | None]] = [(root, None)]
     steps = 0
     while stack:
         steps += 1
         if steps % STEPS_PER_CHECK == 0:
             check_deadline("walking the spec's tree")
-        item, ready = stack.pop()
+        item, waiting = stack.pop()
         found = key(item)
         if found in memo:
             continue
-        if ready:
-            memo[found] = combine(item, [memo[key(part)] for part in parts(item)])
+        if waiting is not None:
+            memo[found] = combine(item, [memo[key(part)] for part in waiting])
             continue
-        stack.append((item, True))
-        stack.extend((part, False) for part in reversed(parts(item)) if key(part) not in memo)
+        below = parts(item)
+        stack.append((item, below))
+        stack.extend([(part, None) for part in reversed(below) if key(part) not in memo])
     return memo[key(root)]
 
 
