@@ -11,7 +11,6 @@ made from lazily walked origins to its rows, bit for bit.
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,14 +19,12 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from fsmcompile.errors import FsmcompileError
+from fsmcompile.tables.completion import Completion
 from fsmcompile.tables.grammar_index import GrammarIndex, next_contexts
 from fsmcompile.tables.lark_grammar import ParseTable
 from fsmcompile.tables.lexer_automaton import LexerAutomaton
 from fsmcompile.tables.sequences import SequenceTable
 from fsmcompile.vocabulary import Vocabulary
-
-logger = logging.getLogger(__name__)
 
 
 class OriginSource(Protocol):
@@ -75,8 +72,10 @@ class LazyGrammarIndex:
     spec_hash: str
     origins: OriginSource = field(repr=False)
     completer: Callable[[], GrammarIndex] | None = field(default=None, repr=False)
-    _complete: list[GrammarIndex] = field(default_factory=list, repr=False)
-    _completing: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _completion: Completion[GrammarIndex] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_completion", Completion(self.completer))
 
     @property
     def num_states(self) -> int:
@@ -90,7 +89,7 @@ class LazyGrammarIndex:
     @property
     def completed(self) -> GrammarIndex | None:
         """The eager index once `complete()` has built it, else None."""
-        return self._complete[0] if self._complete else None
+        return self._completion.done
 
     def next_contexts(self) -> list[list[int]]:
         """Per terminal, the lexer contexts a shift of it can lead to (sorted)."""
@@ -106,25 +105,9 @@ class LazyGrammarIndex:
             ValueError: the index was made without a completer.
             BudgetExceededError: the completer's budget ran out (a later call retries).
         """
-        if self._complete:
-            return self._complete[0]
-        if self.completer is None:
-            raise ValueError("this lazy index has no completer: it cannot build its full index")
-        with self._completing:
-            if not self._complete:
-                self._complete.append(self.completer())
-        return self._complete[0]
+        return self._completion.build()
 
     def complete_in_background(self) -> threading.Thread:
         """Start a daemon thread that runs `complete()`; a completion that fails (its
         budget ran out) is logged, and matchers go on walking origins on demand."""
-
-        def run() -> None:
-            try:
-                self.complete()
-            except FsmcompileError as exc:
-                logger.warning("completing a lazy grammar index failed: %s", exc)
-
-        thread = threading.Thread(target=run, name="fsmcompile-complete", daemon=True)
-        thread.start()
-        return thread
+        return self._completion.in_background("a lazy grammar index")

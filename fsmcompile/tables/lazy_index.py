@@ -10,7 +10,6 @@ builder, and a row asked for after completion is read from it.
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,13 +17,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from fsmcompile.errors import FsmcompileError
 from fsmcompile.tables.byte_dfa import ByteDFA
+from fsmcompile.tables.completion import Completion
 from fsmcompile.tables.token_index import DfaQueries, TokenIndex, token_step
 from fsmcompile.types import StateId, TokenId
 from fsmcompile.vocabulary import Vocabulary
-
-logger = logging.getLogger(__name__)
 
 RowSource = Callable[[StateId], npt.NDArray[np.int32]]
 """The int32[ceil(V/32)] mask row of one state, EOS bits included, as the eager index
@@ -58,11 +55,12 @@ class LazyTokenIndex(DfaQueries):
     row_source: RowSource = field(repr=False)
     completer: Completer | None = field(default=None, repr=False)
     _rows: dict[StateId, npt.NDArray[np.int32]] = field(default_factory=dict, repr=False)
-    _complete: list[TokenIndex] = field(default_factory=list, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    # Apart from the row lock: a completion takes seconds, and rows keep being served.
-    _completing: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _next: dict[int, int] = field(default_factory=dict, repr=False)
+    _completion: Completion[TokenIndex] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_completion", Completion(self.completer))
 
     @property
     def num_states(self) -> int:
@@ -75,12 +73,12 @@ class LazyTokenIndex(DfaQueries):
     @property
     def num_rows_made(self) -> int:
         """How many states have a row so far (all of them once complete)."""
-        return self.num_states if self._complete else len(self._rows)
+        return self.num_states if self._completion.done else len(self._rows)
 
     @property
     def completed(self) -> TokenIndex | None:
         """The eager index once `complete()` has built it, else None."""
-        return self._complete[0] if self._complete else None
+        return self._completion.done
 
     def mask_row(self, state: StateId) -> npt.NDArray[np.int32]:
         """int32[W], the packed allowed tokens of `state`, EOS included (do not write to it).
@@ -93,8 +91,9 @@ class LazyTokenIndex(DfaQueries):
             return row
         if not 0 <= state < self.num_states:
             raise IndexError(f"no state {state}: the automaton has {self.num_states}")
-        if self._complete:
-            row = self._complete[0].mask_row(state)
+        full = self._completion.done
+        if full is not None:
+            row = full.mask_row(state)
         else:
             row = self.row_source(state)
             row.setflags(write=False)
@@ -115,14 +114,7 @@ class LazyTokenIndex(DfaQueries):
             ValueError: the index was made without a completer.
             BudgetExceededError: the completer's budget ran out (a later call retries).
         """
-        if self._complete:
-            return self._complete[0]
-        if self.completer is None:
-            raise ValueError("this lazy index has no completer: it cannot build its full index")
-        with self._completing:
-            if not self._complete:
-                self._complete.append(self.completer())
-        return self._complete[0]
+        return self._completion.build()
 
     def complete_in_background(self) -> threading.Thread:
         """Start a daemon thread that runs `complete()`. A completion that fails (its
@@ -131,13 +123,4 @@ class LazyTokenIndex(DfaQueries):
         The vocabulary walks of a completion hold the GIL for up to tens of milliseconds
         at a time, so a serving thread's mask may wait that long while one runs.
         """
-
-        def run() -> None:
-            try:
-                self.complete()
-            except FsmcompileError as exc:
-                logger.warning("completing a lazy index failed: %s", exc)
-
-        thread = threading.Thread(target=run, name="fsmcompile-complete", daemon=True)
-        thread.start()
-        return thread
+        return self._completion.in_background("a lazy index")
