@@ -212,6 +212,26 @@ def test_options_are_validated() -> None:
         JsonOptions(whitespace="pretty")  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("exponent_numbers", "yes"),
+        ("integer_fractions", 1),
+        ("strict", None),
+        ("any_order_max", "3"),
+        ("any_order_max", True),
+        ("any_order_max", 2.5),
+        ("nesting_limit", 1.5),
+        ("max_whitespace_chars", "20"),
+    ],
+)
+def test_option_values_of_the_wrong_type_are_refused_by_name(field: str, value: object) -> None:
+    # Options come from requests too: "yes" must not pass as true (and key another
+    # cache entry), nor "3" fail as a TypeError deep in a comparison.
+    with pytest.raises(SchemaError, match=field):
+        JsonOptions(**{field: value})  # type: ignore[arg-type]
+
+
 def test_nesting_limit_unrolls_rules_into_a_dfa(accepts) -> None:
     tree = {"type": "array", "items": {"$ref": "#"}}
     exact, limited = accepts(tree), accepts(tree, nesting_limit=2)

@@ -105,6 +105,15 @@ class JsonOptions:
             raise SchemaError(
                 f"unknown draft {self.draft!r}; expected one of {', '.join(DRAFTS)}", "", "draft"
             )
+        for name in _FLAGS:
+            if not isinstance(getattr(self, name), bool):
+                raise SchemaError(
+                    f"{name} must be true or false, found {getattr(self, name)!r}", "", name
+                )
+        for name in _COUNTS:
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise SchemaError(f"{name} must be an integer, found {value!r}", "", name)
         if not 0 <= self.any_order_max <= MAX_ANY_ORDER:
             raise SchemaError(
                 f"any_order_max must be between 0 and {MAX_ANY_ORDER} (2**N sets of seen "
@@ -114,6 +123,13 @@ class JsonOptions:
             )
         if self.max_whitespace_chars < 0 or (self.nesting_limit or 0) < 0:
             raise SchemaError("max_whitespace_chars and nesting_limit must be >= 0", "", "options")
+
+
+_FLAGS = ("strict", "lenient_formats", "integer_fractions", "listed_escapes", "exponent_numbers")
+"""The options that are true or false: a request's "yes" must not pass as true (and name
+another cache entry)."""
+_COUNTS = ("max_whitespace_chars", "nesting_limit", "any_order_max")
+"""The integer options (`nesting_limit` may be None); a bool or a float is refused."""
 
 
 @dataclass(frozen=True, slots=True)
