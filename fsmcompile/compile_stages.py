@@ -238,15 +238,16 @@ def compile_lazy_uncached(
     memos = current_memos()
     hashed = spec_hash(kind, spec, options_key(options))
 
-    def finished(full: AnyIndex) -> AnyIndex:
+    def finished(full: AnyIndex) -> None:
         if on_complete is not None:
             on_complete(full)
-        return full
 
     def lazy_grammar(grammar: LarkGrammar, deadline: float) -> LazyGrammarIndex:
         from fsmcompile.index.cfg.build import build_grammar_index, build_lazy_grammar_index
 
         def complete() -> GrammarIndex:
+            # A walker of its own, not the lazy index's: a completion may run on another
+            # thread while matchers walk origins, and walks extend the walker's tables.
             def index(deadline: float) -> AnyIndex:
                 return build_grammar_index(
                     grammar,
