@@ -94,30 +94,39 @@ def _index(
     walker: OriginWalker, groups: OriginGroups, *, spec_hash: str, kind: str
 ) -> GrammarIndex:
     """The `GrammarIndex` of a walker's shared parts and every origin's `groups`."""
-    grammar, lexer, exits, sequences = walker.grammar, walker.lexer, walker.exits, walker.sequences
-    state_kill, kill_masks = _kill_masks(lexer, walker.vocab)
+    sequences = walker.sequences
     ctxset_start, ctxset_context = walker.context_set_columns()
+    parts: dict[str, Any] = {**_shared_parts(walker), **groups}
     return GrammarIndex(
-        lexer=lexer,
-        table=grammar.table,
-        terminal_names=tuple(t.name for t in grammar.terminals),
-        ignored=grammar.ignored,
+        **parts,
         seq_parent=np.asarray(sequences.parent, dtype=np.int32),
         seq_terminal=np.asarray(sequences.terminal, dtype=np.int32),
         seq_context=np.asarray(sequences.context, dtype=np.int32),
         ctxset_start=ctxset_start,
         ctxset_context=ctxset_context,
-        state_xset=exits.state_xset,
-        xset_start=exits.pair_start,
-        xset_terminal=exits.pair_terminal,
-        xset_context=exits.pair_context,
-        **groups,
-        state_kill=state_kill,
-        kill_masks=kill_masks,
-        vocabulary=walker.vocab,
         kind=kind,
         spec_hash=spec_hash,
     )
+
+
+def _shared_parts(walker: OriginWalker) -> dict[str, Any]:
+    """What an eager and a lazy grammar index hold alike: the lexer, the parse table, the
+    terminals, the exit sets and the kill masks, and the vocabulary."""
+    grammar, lexer, exits = walker.grammar, walker.lexer, walker.exits
+    state_kill, kill_masks = _kill_masks(lexer, walker.vocab)
+    return {
+        "lexer": lexer,
+        "table": grammar.table,
+        "terminal_names": tuple(t.name for t in grammar.terminals),
+        "ignored": grammar.ignored,
+        "state_xset": exits.state_xset,
+        "xset_start": exits.pair_start,
+        "xset_terminal": exits.pair_terminal,
+        "xset_context": exits.pair_context,
+        "state_kill": state_kill,
+        "kill_masks": kill_masks,
+        "vocabulary": walker.vocab,
+    }
 
 
 def build_lazy_grammar_index(
@@ -135,20 +144,8 @@ def build_lazy_grammar_index(
     `build_grammar_index`; `complete` builds the eager index (`LazyGrammarIndex.complete`).
     """
     walker = OriginWalker(grammar, vocab, max_states=max_states, deadline=deadline)
-    exits = walker.exits
-    state_kill, kill_masks = _kill_masks(walker.lexer, vocab)
     return LazyGrammarIndex(
-        lexer=walker.lexer,
-        table=grammar.table,
-        terminal_names=tuple(t.name for t in grammar.terminals),
-        ignored=grammar.ignored,
-        state_xset=exits.state_xset,
-        xset_start=exits.pair_start,
-        xset_terminal=exits.pair_terminal,
-        xset_context=exits.pair_context,
-        state_kill=state_kill,
-        kill_masks=kill_masks,
-        vocabulary=vocab,
+        **_shared_parts(walker),
         kind=kind,
         spec_hash=spec_hash,
         origins=walker,
