@@ -133,14 +133,16 @@ class RuleWriter:
         return found
 
     def _shared_nodes(self, rules: Mapping[str, Node]) -> dict[int, str]:
-        """Nodes holding refs that more than one place uses: each becomes a rule of its
-        own, since writing a shared DAG out as a tree can grow exponentially."""
+        """Nodes written as more than one piece (holding refs, or split around a wide
+        value) that more than one place uses: each becomes a rule of its own, since
+        writing a shared DAG out as a tree grows exponentially (an object's optional
+        members share the rest of the object between both choices of each member)."""
         uses: dict[int, int] = {}
         stack = list(rules.values())
         while stack:
             node = stack.pop()
             for child in children(node):
-                if not self.has_ref(child) or isinstance(child, Ref):
+                if isinstance(child, Ref) or not (self.has_ref(child) or self.splits(child)):
                     continue
                 uses[id(child)] = uses.get(id(child), 0) + 1
                 if uses[id(child)] == 1:

@@ -68,11 +68,20 @@ call, resumed with what that call returns."""
 def run(call: Call[Result]) -> Result:
     """What `call` returns, its nested calls (`Call`) run from an explicit stack rather
     than Python's: for walks whose shape is too irregular for `fold`. Calls run, and
-    exceptions propagate through the callers, exactly as the recursive version's would."""
+    exceptions propagate through the callers, exactly as the recursive version's would.
+    The compile's deadline is checked every `STEPS_PER_CHECK` steps, as `fold` does: a
+    walk that meets a shared sub-tree once per path can take exponential time."""
     stack: list[Call[Any]] = [call]
     value: Any = None
     error: BaseException | None = None
+    steps = 0
     while True:
+        steps += 1
+        if steps % STEPS_PER_CHECK == 0 and error is None:
+            try:
+                check_deadline("walking the spec's tree")
+            except BaseException as exc:  # thrown into the running call, as its own would be
+                value, error = None, exc
         try:
             if error is None:
                 nested = stack[-1].send(value)

@@ -9,14 +9,17 @@ that goes through lark's LALR analysis, which recurses once per rule.
 from __future__ import annotations
 
 import sys
+import time
 
 import pytest
 
 from fsmcompile.automaton import build_dfa
+from fsmcompile.budget import compile_deadline
+from fsmcompile.errors import BudgetExceededError
 from fsmcompile.grammar.from_rules import grammar_from_rules
 from fsmcompile.grammar.rule_writer import RuleWriter
 from fsmcompile.ir.dag_walk import Call, run
-from fsmcompile.ir.nodes import EMPTY, Alt, Concat, Node, Ref, literal
+from fsmcompile.ir.nodes import EMPTY, Alt, CharSet, Concat, Node, Ref, Repeat, literal
 from fsmcompile.ir.rules import expand_rules, prune_rules, references
 from fsmcompile.tables.lark_grammar import LarkGrammar
 
@@ -84,3 +87,33 @@ def test_run_propagates_an_error_through_the_callers_that_do_not_catch_it() -> N
     assert run(caught(deeper_than_the_limit())) == "bottom"
     with pytest.raises(ValueError, match="bottom"):
         run(depth(deeper_than_the_limit()))
+
+
+def test_run_stops_at_the_compile_deadline() -> None:
+    """A walk that meets a shared sub-tree once per path takes exponential time: `run`
+    checks the compile's deadline as `fold` does, so the compile's budget still holds."""
+
+    def paths(n: int) -> Call[int]:
+        if n == 0:
+            return 1
+        return (yield paths(n - 1)) + (yield paths(n - 1))
+
+    started = time.monotonic()
+    with compile_deadline(started + 0.2), pytest.raises(BudgetExceededError, match="timed out"):
+        run(paths(60))
+    assert time.monotonic() - started < 5
+
+
+def test_a_shared_rest_split_around_wide_values_is_written_once() -> None:
+    """Optional members whose values are wide strings (written as terminals of their
+    own) and whose rest is shared by both keys of each member: the rest is a rule of its
+    own, so 60 members write a few hundred lines, not 2**60 copies of the last member."""
+    wide = Concat((literal('"'), Repeat(CharSet(((97, 122),)), 0, 300), literal('"')))
+    node: Node = EMPTY
+    for _ in range(60):
+        node = Alt((*(Concat((literal(key), wide, node)) for key in ("a", "b")), EMPTY))
+    with compile_deadline(time.monotonic() + 20):
+        text = RuleWriter({"root": Concat((literal("<"), node, literal(">")))}, 200_000, None).text(
+            "root"
+        )
+    assert 60 <= len(text.splitlines()) < 1_000
