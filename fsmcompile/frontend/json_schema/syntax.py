@@ -17,11 +17,13 @@ option is decided in one place. Two languages here need a word:
 
 from __future__ import annotations
 
+from fsmcompile.automaton.build import keep_built
 from fsmcompile.frontend.json_schema.numbers import NUMBER_TEXT
 from fsmcompile.frontend.json_schema.options import JsonOptions
 from fsmcompile.frontend.json_schema.strings import ANY_CHAR, ANY_STRING, QUOTE
 from fsmcompile.ir.nodes import (
     EMPTY,
+    Alt,
     CountedRepeat,
     Node,
     Repeat,
@@ -42,6 +44,11 @@ read it (a fifth of the lexer of a WashingtonPost schema). Where the item is no 
 code (`,1` of `,12`) the lexer unrolls the bound, as it does below this one."""
 
 _WS_CHARS = chars(" \t\n\r")
+ANY_SCALAR: Node = keep_built(
+    alt(literal("null"), literal("true"), literal("false"), NUMBER_TEXT, ANY_STRING)
+)
+"""Every JSON scalar: one node for every free-form value of every schema, so its automaton
+(a grammar terminal of its own) is built once per process (`keep_built`)."""
 _LOOSE_STRING = seq(
     QUOTE, Repeat(alt(negate(chars('"\\')), seq(chars("\\"), ANY_CHAR)), 0, None), QUOTE
 )
@@ -102,8 +109,9 @@ class JsonSyntax:
 
         With `inner` a reference to this very rule it is every JSON value (a grammar).
         """
-        scalars = alt(literal("null"), literal("true"), literal("false"), NUMBER_TEXT, ANY_STRING)
-        return alt(scalars, self.array_of(inner), self.object_of(self.member(ANY_STRING, inner)))
+        return Alt(
+            (ANY_SCALAR, self.array_of(inner), self.object_of(self.member(ANY_STRING, inner)))
+        )
 
     def _skip_inner(self, depth: int) -> Node:
         """Text inside brackets nested at most `depth` more levels, strings skipped whole."""
