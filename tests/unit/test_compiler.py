@@ -186,3 +186,21 @@ def test_index_is_exported_as_both_index_kinds() -> None:
 
     assert "Index" in fsmcompile.__all__ and "Compiler" in fsmcompile.__all__
     assert TokenIndex in get_args(fsmcompile.Index)
+
+
+def test_free_form_scalars_are_built_once_per_compiler(gpt2: Vocabulary) -> None:
+    """Every free-form value's scalars (null, true, false, numbers, strings) are one
+    grammar terminal over one kept node: a second schema reuses its automaton even with
+    the stage memos emptied, as a server meeting a new schema has them."""
+    from fsmcompile.frontend.json_schema.syntax import ANY_SCALAR
+
+    compiler = Compiler(gpt2, cache=False)
+    assert compiler.memos.kept.get(id(ANY_SCALAR)) is None
+    compiler.compile_json_schema({"type": "object", "properties": {"free": {}}})
+    built = compiler.memos.kept.get(id(ANY_SCALAR))
+    assert built is not None
+    for memo in compiler.memos.stage_memos():
+        memo.clear()
+    compiler.compile_json_schema({"type": "array", "items": {"type": "array", "items": {}}})
+    again = compiler.memos.kept.get(id(ANY_SCALAR))
+    assert again is not None and again[0] is built[0]
