@@ -73,8 +73,9 @@ def chain_repeat(item: Fragment, lo: int, hi: int | None, budget: Budget) -> Fra
     Preconditions: `item` is not nullable, its start has no incoming transition, and
     (when copies are glued) no accepting state continues on a class the start uses.
     Copy k's accepting states mean k+1 repetitions are done. A chain of one character
-    set is minimal: a state's residual fixes the characters left, and UTF-8 (or single
-    bytes) decode uniquely, so no two states share a residual.
+    set is minimal but for `x*`: a state's residual fixes the characters left (and
+    whether more may follow), and UTF-8 (or single bytes) decode uniquely, so no two
+    states share a residual.
     """
     size = item.num_states
     copies = hi if hi is not None else max(lo, 1)
@@ -102,7 +103,12 @@ def chain_repeat(item: Fragment, lo: int, hi: int | None, budget: Budget) -> Fra
     keep = np.ones(copies * size, dtype=np.bool_)
     keep[size::size] = False  # copy starts past the first: nothing jumps back to a start
     flat_trans, flat_accepting = keep_states(flat_trans, flat_accepting, keep)
-    return Fragment(flat_trans, flat_accepting, minimal=item.unit is not None)
+    # `x*` is the one chain that is not minimal: its start and its loop state both
+    # read "any number of x".
+    unbounded_from_zero = lo == 0 and hi is None
+    return Fragment(
+        flat_trans, flat_accepting, minimal=item.unit is not None and not unbounded_from_zero
+    )
 
 
 def merge_union(parts: list[Fragment], budget: Budget) -> Fragment:

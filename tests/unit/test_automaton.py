@@ -21,6 +21,7 @@ from fsmcompile.ir.nodes import (
     Alt,
     And,
     ByteSet,
+    CharSet,
     Concat,
     Node,
     Ref,
@@ -474,3 +475,14 @@ def test_build_dfa_literal_runs_give_the_automaton_of_their_characters(pieces: l
 
 
 # ---- reachability against a plain search -----------------------------------------------------
+
+
+@pytest.mark.parametrize(("lo", "hi"), [(0, None), (1, None), (3, None), (0, 1), (0, 4), (2, 6)])
+@pytest.mark.parametrize("ranges", [((97, 97),), ((97, 122),), ((0x4E00, 0x9FFF),)])
+def test_a_counted_repeat_of_one_character_set_is_minimal(
+    ranges: tuple[tuple[int, int], ...], lo: int, hi: int | None
+) -> None:
+    """The chain that builds `[set]{lo,hi}` claims minimality, skipping the minimizer;
+    `[a-z]*` came out with two states (start and loop read the same language)."""
+    dfa = build_dfa(repeat(CharSet(ranges), lo, hi))
+    assert_invariants(dfa)
