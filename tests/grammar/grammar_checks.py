@@ -49,7 +49,10 @@ def inside_walk(lexer, state: int, data: bytes) -> tuple | None:
     return ((0, state, 0, grown, -1),)
 
 
+@lru_cache(maxsize=8)
 def lark_parser(grammar: str) -> Lark:
+    """lark's LALR parser of `grammar`, built once (40 ms each; the brute-force checks
+    parse thousands of texts per grammar)."""
     return Lark(grammar, parser="lalr")
 
 
