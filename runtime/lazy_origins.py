@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from fsmcompile.tables.nearby import nearest_unmade
+
 from .grammar_parser import runs_of
 from .parser_tables import GroupTables
 
@@ -143,19 +145,14 @@ class OriginLoader:
             ]
             self._starts = sorted(set(np.asarray(lexer.context_start).tolist()))
             self._labelled = (np.asarray(lexer.label) >= 0).tolist()
+        successors, starts, labelled = self._successors, self._starts, self._labelled
         pending = self.origin_run[0::2] < 0
-        batch, seen, frontier = [state], {state}, [state]
-        while frontier and len(batch) < ORIGIN_BATCH:
-            ahead: list[int] = []
-            for q in frontier:
-                for nxt in self._successors[q] + (self._starts if self._labelled[q] else []):
-                    if nxt not in seen:
-                        seen.add(nxt)
-                        ahead.append(nxt)
-            for nxt in ahead:
-                if pending[nxt] and len(batch) < ORIGIN_BATCH:
-                    batch.append(nxt)
-            frontier = ahead
+        batch = nearest_unmade(
+            state,
+            lambda q: successors[q] + (starts if labelled[q] else []),
+            lambda q: bool(pending[q]),
+            ORIGIN_BATCH,
+        )
         return np.asarray(batch, dtype=np.int64)
 
     def _keep_masks(self, masks: npt.NDArray[np.int32]) -> npt.NDArray[np.int64]:

@@ -180,3 +180,13 @@ def test_a_lazy_index_without_completer_says_so() -> None:
         lazy.complete()
     with pytest.raises(IndexError):
         lazy.mask_row(dfa.num_states)
+
+
+def test_nearest_unmade_goes_breadth_first_and_stops_at_the_limit() -> None:
+    from fsmcompile.tables.nearby import nearest_unmade
+
+    graph = {0: [1, 2], 1: [3, 0], 2: [4], 3: [5], 4: [5], 5: [0]}
+    made = {2}
+    assert nearest_unmade(0, graph.__getitem__, lambda q: q not in made, 10) == [0, 1, 3, 4, 5]
+    assert nearest_unmade(0, graph.__getitem__, lambda q: q not in made, 3) == [0, 1, 3]
+    assert nearest_unmade(5, graph.__getitem__, lambda q: True, 1) == [5]

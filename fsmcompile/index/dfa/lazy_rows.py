@@ -20,6 +20,7 @@ from fsmcompile.index.dfa.trie_walk import walk_live_tokens
 from fsmcompile.tables.bits import bitmask_words, set_bits
 from fsmcompile.tables.byte_dfa import ByteDFA
 from fsmcompile.tables.lazy_index import Completer, LazyTokenIndex
+from fsmcompile.tables.nearby import nearest_unmade
 from fsmcompile.tables.token_index import TokenIndex
 from fsmcompile.types import StateId
 from fsmcompile.vocabulary import Vocabulary
@@ -80,16 +81,11 @@ class StateRows:
         """`state` and the states nearest it (breadth first along the moves) whose rows
         are not made yet, up to `ROW_BATCH`."""
         trans = self._dfa.transitions
-        batch, seen, frontier = [state], {state}, [state]
-        while frontier and len(batch) < ROW_BATCH:
-            ahead = []
-            for q in frontier:
-                for nxt in set(trans[q][trans[q] >= 0].tolist()) - seen:
-                    seen.add(nxt)
-                    ahead.append(nxt)
-            batch.extend(q for q in sorted(ahead) if not self._made[q])
-            frontier = ahead
-        return batch[:ROW_BATCH]
+
+        def successors(q: int) -> list[int]:
+            return sorted(set(trans[q][trans[q] >= 0].tolist()))
+
+        return nearest_unmade(state, successors, lambda q: not self._made[q], ROW_BATCH)
 
     def _rows(self, origins: npt.NDArray[np.int32]) -> list[npt.NDArray[np.int32]]:
         """The rows of `origins`, from one walk."""
