@@ -21,6 +21,7 @@ int add_role_walk(PyObject *module); /* role_walk.c: walk_role_functions */
 int add_lalr(PyObject *module);      /* lalr_lr0.c: lalr_lr0 */
 int add_lalr_lookaheads(PyObject *module); /* lalr_lookaheads.c: lalr_lookaheads */
 int add_lexcheck(PyObject *module);  /* lexcheck.c: lexing_conflict */
+int add_levels(PyObject *module);    /* levels.c: liveness_rounds */
 
 /* Add a type, made ready, under its short name. */
 int add_type(PyObject *module, PyTypeObject *type, const char *name);

@@ -41,21 +41,6 @@ def random_moves(seed: int, max_states: int, dead_share: float) -> np.ndarray:
     return trans
 
 
-def force_edge_round_collisions(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make every `EdgeRounds` hash collide (all weights 0), so the exact checks behind
-    the hashed refinement rounds must catch each wrong merge."""
-    from fsmcompile.index.edge_rounds import EdgeRounds
-
-    original = EdgeRounds.__init__
-
-    def zero_weights(self: EdgeRounds, table: np.ndarray) -> None:
-        original(self, table)
-        self.edge_weight = np.zeros_like(self.edge_weight)
-        self.own_weight = np.uint64(0)
-
-    monkeypatch.setattr(EdgeRounds, "__init__", zero_weights)
-
-
 def allowed_all_the_way(index: Any, vocab: Vocabulary, text: str) -> tuple[bool, str]:
     """Every token of the real tokenization is in the mask, then EOS is."""
     matcher = matcher_for(index)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 from exactness import (
@@ -11,8 +13,11 @@ from exactness import (
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support import force_edge_round_collisions, random_moves
+from support import random_moves
 
+from fsmcompile import _native
+from fsmcompile.errors import BudgetExceededError
+from fsmcompile.index.dfa import levels as levels_module
 from fsmcompile.index.dfa.build import build_token_index
 from fsmcompile.index.dfa.levels import liveness_levels
 from fsmcompile.tables.bits import is_bit_set, pack_bool_rows, set_bits, unpack_row
@@ -129,13 +134,13 @@ def _dense_levels(trans: np.ndarray, initial: np.ndarray, height: int) -> list[l
 @pytest.mark.parametrize("seed", range(12))
 @pytest.mark.parametrize("collide", [False, True])
 def test_levels_match_dense_refinement(seed: int, collide: bool, monkeypatch) -> None:
-    """Hashed rounds over the live moves give each level's exact partition, also when
-    every hash collides (all weights 0), which the per-round member check must catch."""
+    """The native rounds give each level's exact partition, also when every signature
+    hashes alike (a zero hash mask), which the full comparison behind a match must catch."""
     trans = random_moves(seed, 80, 0.5)
     states, classes = trans.shape
     initial = np.random.default_rng(seed + 100).integers(0, 3, size=states)
     if collide:
-        force_edge_round_collisions(monkeypatch)
+        monkeypatch.setattr(levels_module, "_HASH_MASK", 0)
     dfa = ByteDFA(
         transitions=trans,
         class_of_byte=np.arange(256, dtype=np.int32) % classes,
@@ -368,3 +373,18 @@ def test_sequence_table_keeps_ids_across_merges_of_its_sorted_keys() -> None:
         again = batched.extend_keys(np.array([batched.key(*parts)], dtype=np.int64))
         assert again.tolist() == [i]
     assert len(batched.parent) == len(single.parent)
+
+
+def test_levels_stop_at_the_deadline() -> None:
+    dfa = dfa_from_edges(_chain(b"a", 10), accepting=set(range(11)))
+    with pytest.raises(BudgetExceededError):
+        liveness_levels(dfa, max_height=4, deadline=time.monotonic() - 1.0)
+
+
+@pytest.mark.parametrize(
+    "first", [[1, 1, 2], [0, 0, 5], [0, 0, 1]], ids=["ahead", "outside", "not-first"]
+)
+def test_liveness_rounds_refuse_a_first_row_that_names_no_class(first: list[int]) -> None:
+    trans = np.array([[1], [2], [-1]], dtype=np.int32)
+    with pytest.raises(ValueError):
+        _native.liveness_rounds(trans, np.array(first, dtype=np.int32), 3, 4, float("inf"), -1)

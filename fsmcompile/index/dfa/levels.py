@@ -9,17 +9,18 @@ one per byte of the longest token.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
+from fsmcompile import _native
 from fsmcompile.errors import BudgetExceededError
-from fsmcompile.index.edge_rounds import EdgeRounds
-from fsmcompile.index.wide_rows import first_and_inverse, unique_wide_rows
 from fsmcompile.tables.byte_dfa import ByteDFA
 
+_HASH_MASK = 2**64 - 1
+"""The bits of a signature's hash the table uses (`_native.liveness_rounds`); tests set 0
+to make every signature collide, which the full comparison behind each match must catch."""
 # Bound on stored canonical maps (states x levels); past it, heights round up to the
 # finest stored level, which is always safe (a finer class never merges unlike states).
 _MAX_LEVEL_CELLS = 32_000_000
@@ -41,35 +42,6 @@ class LivenessLevels:
     finest: npt.NDArray[np.int32]
 
 
-def _refine(
-    rounds: EdgeRounds, trans: npt.NDArray[np.int32], cls: npt.NDArray[np.int64]
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """One refinement round: class ids and first members for signature (cls, cls[trans]).
-
-    The signatures are hashed over the live moves (`EdgeRounds`); a round whose classes
-    do not hold one signature each (a collision) is redone on the dense signature rows.
-    """
-    first, inv = first_and_inverse(rounds.hashed(cls.astype(np.uint64)))
-    new_cls, new_first = _by_first_member(first, inv)
-    if rounds.consistent(cls, new_cls, new_first.shape[0]):
-        return new_cls, new_first
-    nxt = np.where(trans >= 0, cls[np.maximum(trans, 0)], -1)
-    sig = np.concatenate([cls[:, None], nxt], axis=1)
-    first, inv = unique_wide_rows((sig + 1).astype(np.uint64))
-    return _by_first_member(first, inv)
-
-
-def _by_first_member(
-    first: npt.NDArray[np.int64], inv: npt.NDArray[np.int64]
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Classes renumbered by first member, so ids are canonical and deterministic: (class
-    of each state, first member of each class), from `np.unique`'s index and inverse."""
-    order = np.argsort(first, kind="stable")
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.shape[0])
-    return rank[inv.reshape(-1)], first[order]
-
-
 def liveness_levels(
     dfa: ByteDFA,
     max_height: int,
@@ -86,39 +58,26 @@ def liveness_levels(
         initial: int64[S], what a state must share with another to be 0-equivalent
             (a grammar walk's labels and exit sets); all states alike when None.
 
-    Cost: O(levels * live moves) numpy work; most patterns stabilize within a few levels,
-    a schema's long literal keys within a few dozen.
+    Cost: O(levels * live moves), one pass over the live moves a level in C
+    (`_native.liveness_rounds`); most patterns stabilize within a few levels, a schema's
+    long literal keys within a few dozen.
     """
-    trans = dfa.transitions
+    trans = np.ascontiguousarray(dfa.transitions, dtype=np.int32)
     num_states = dfa.num_states
     if initial is None:
-        cls = np.zeros(num_states, dtype=np.int64)
-        first = np.zeros(min(num_states, 1), dtype=np.int64)
+        first = np.zeros(num_states, dtype=np.int32)
     else:
-        _, first, inv = np.unique(initial, return_index=True, return_inverse=True)
-        cls, first = _by_first_member(first, inv)
-    canon_rows = [first[cls].astype(np.int32)]
-    rounds = EdgeRounds(trans)
+        _, first_index, inverse = np.unique(initial, return_index=True, return_inverse=True)
+        first = first_index[inverse.reshape(-1)].astype(np.int32)
     max_rows = max(2, _MAX_LEVEL_CELLS // max(num_states, 1))
-    stored_levels = [0]
-    num_classes = len(first)
-    for level in range(1, max_height + 1):
-        if deadline is not None and time.monotonic() > deadline:
-            raise BudgetExceededError(
-                "compile timed out while grouping states", limit="timeout_s", value=0.0
-            )
-        new_cls, first = _refine(rounds, trans, cls)
-        if len(first) == num_classes:
-            break
-        cls, num_classes = new_cls, len(first)
-        row = first[cls].astype(np.int32)
-        if len(canon_rows) < max_rows - 1:
-            canon_rows.append(row)
-            stored_levels.append(level)
-        else:
-            canon_rows[-1] = row
-            stored_levels[-1] = level
-    canon = np.stack(canon_rows)
+    limit = float("inf") if deadline is None else deadline
+    found = _native.liveness_rounds(trans, first, max_height, max_rows, limit, _HASH_MASK)
+    if found is None:
+        raise BudgetExceededError(
+            "compile timed out while grouping states", limit="timeout_s", value=0.0
+        )
+    rows, stored_levels = found
+    canon = np.frombuffer(rows, dtype=np.int32).reshape(len(stored_levels), num_states)
     heights = np.arange(max_height + 1)
     row_of_height = np.searchsorted(np.asarray(stored_levels), heights, side="left")
     row_of_height = np.minimum(row_of_height, len(stored_levels) - 1).astype(np.int64)
