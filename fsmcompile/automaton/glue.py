@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fsmcompile import _native
 from fsmcompile.automaton.fragment import Flags, Fragment, drop_orphans, keep_states, shifted
 from fsmcompile.budget import Budget
 
@@ -33,38 +34,23 @@ def continues_on(frag: Fragment, mask: Flags) -> bool:
 def glue_concat(parts: list[Fragment], budget: Budget) -> Fragment:
     """Concatenate fragments whose every boundary is overlap-free, in one allocation.
 
-    Merges run right to left so a nullable part passes its successor's start row on
-    to its predecessor. Concatenating single characters only (a literal) is minimal:
+    Merges run right to left so a nullable part passes its successor's start row on to
+    its predecessor; the later parts' starts that nothing enters are dropped (in C,
+    `_native.glue_concat`). Concatenating single characters only (a literal) is minimal:
     each state's residual fixes how many characters remain, and UTF-8 decodes uniquely.
     """
-    sizes = np.array([p.num_states for p in parts], dtype=np.int64)
-    budget.reserve(int(sizes.sum()), "a concatenation")
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-    part_of_row = np.repeat(np.arange(len(parts)), sizes)
-    raw = np.concatenate([p.trans for p in parts], axis=0)
-    trans = np.where(raw >= 0, raw + starts[part_of_row][:, None], -1).astype(np.int32)
-    accepting = np.concatenate([p.accepting for p in parts])
-    offsets = starts.tolist()
-    if not any(p.nullable for p in parts[1:]):
-        # No part passes its successor's row on, so all merges happen at once.
-        rows = np.nonzero(accepting[: offsets[-1]])[0]
-        start_rows = trans[starts[part_of_row[rows] + 1]]
-        trans[rows] = np.where(start_rows >= 0, start_rows, trans[rows])
-        accepting[rows] = False
-    else:
-        merged_row = trans[offsets[-1]].copy()
-        merged_accepts = bool(accepting[offsets[-1]])
-        for part, off in zip(reversed(parts[:-1]), reversed(offsets[:-1]), strict=True):
-            rows = np.nonzero(part.accepting)[0] + off
-            cols = np.nonzero(merged_row >= 0)[0]
-            trans[np.ix_(rows, cols)] = merged_row[cols]
-            accepting[rows] = merged_accepts
-            merged_row = trans[off].copy()
-            merged_accepts = bool(accepting[off])
-    result = drop_orphans(trans, accepting, offsets[1:])
+    budget.reserve(sum(p.num_states for p in parts), "a concatenation")
+    rows, flags, size = _native.glue_concat(
+        [
+            (np.ascontiguousarray(p.trans, dtype=np.int32), np.ascontiguousarray(p.accepting))
+            for p in parts
+        ]
+    )
+    trans = np.frombuffer(rows, dtype=np.int32).reshape(size, parts[0].num_classes)
+    accepting = np.frombuffer(flags, dtype=np.bool_)
     units = {p.unit for p in parts}
     minimal = len(units) == 1 and None not in units
-    return Fragment(result.trans, result.accepting, minimal=minimal)
+    return Fragment(trans, accepting, minimal=minimal)
 
 
 def chain_repeat(item: Fragment, lo: int, hi: int | None, budget: Budget) -> Fragment:
