@@ -12,7 +12,7 @@ static int (*const adders[])(PyObject *) = {
     add_bitmask, add_counted,   add_parser,    add_dfa_walk,  add_bits,
     add_reach,   add_refine,    add_subset,    add_subset_overlap, add_lexer,
     add_live_walk, add_role_walk, add_lalr,    add_lalr_lookaheads, add_lexcheck, add_levels,
-    add_glue,
+    add_glue,    add_canonical,
 };
 
 static struct PyModuleDef native_module = {

@@ -23,6 +23,7 @@ int add_lalr_lookaheads(PyObject *module); /* lalr_lookaheads.c: lalr_lookaheads
 int add_lexcheck(PyObject *module);  /* lexcheck.c: lexing_conflict */
 int add_levels(PyObject *module);    /* levels.c: liveness_rounds */
 int add_glue(PyObject *module);      /* glue.c: glue_concat */
+int add_canonical(PyObject *module); /* canonical.c: canonical_numbering */
 
 /* Add a type, made ready, under its short name. */
 int add_type(PyObject *module, PyTypeObject *type, const char *name);

@@ -235,3 +235,49 @@ def test_glue_concat_refuses_parts_it_cannot_join(parts: list) -> None:
 
     with pytest.raises(ValueError):
         _native.glue_concat(parts)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_canonical_numbering_matches_reference(seed: int) -> None:
+    """The C numbering gives the reference's arrays: any start, unreachable states whose
+    columns alone kept classes apart, several bytes per class."""
+    from canonical_reference import canonical_dfa_reference
+
+    from fsmcompile.automaton.canonical import canonical_dfa
+
+    rng = np.random.default_rng(seed)
+    size, width = int(rng.integers(1, 30)), int(rng.integers(1, 9))
+    trans = rng.integers(-1, size, size=(size, width)).astype(np.int32)
+    trans[rng.random(trans.shape) < 0.5] = -1
+    if seed % 2:
+        trans[:, width // 2] = trans[:, 0]  # equal columns to merge
+    class_of_byte = np.sort(rng.integers(0, width, size=256)).astype(np.int32)
+    class_of_byte[:width] = np.arange(width)  # every class has a byte
+    rng.shuffle(class_of_byte)
+    accepting = rng.random(size) < 0.4
+    start = int(rng.integers(0, size))
+    got = canonical_dfa(trans, accepting, start, class_of_byte)
+    want = canonical_dfa_reference(trans, accepting, start, class_of_byte)
+    assert np.array_equal(got.transitions, want.transitions)
+    assert np.array_equal(got.class_of_byte, want.class_of_byte)
+    assert np.array_equal(got.accepting, want.accepting)
+
+
+@pytest.mark.parametrize("case", ["start", "classes", "class", "flags"])
+def test_canonical_numbering_refuses_what_names_no_state_or_class(case: str) -> None:
+    from fsmcompile import _native
+
+    trans = np.array([[1, -1], [-1, 0]], dtype=np.int32)
+    flags = np.array([False, True])
+    classes = np.zeros(256, dtype=np.int32)
+    start = 0
+    if case == "start":
+        start = 2
+    elif case == "classes":
+        classes = np.zeros(255, dtype=np.int32)
+    elif case == "class":
+        classes[7] = 2
+    else:
+        flags = np.array([False])
+    with pytest.raises(ValueError):
+        _native.canonical_numbering(trans, flags, start, classes)
