@@ -44,8 +44,8 @@ class OriginLoader:
         self.num_words = num_words
         self.origin_run = np.full(2 * index.num_states, -1, dtype=np.int64)
         self.walked = 0  # origins walked so far
-        self._successors: list[list[int]] | None = None
-        self._starts: list[int] = []
+        self._successors: dict[int, list[int]] = {}  # lexer state -> next states, as asked
+        self._starts: list[int] | None = None
         self._labelled: list[bool] = []
         self._run_seq = _EMPTY64
         self._run_xset = _EMPTY64
@@ -139,20 +139,23 @@ class OriginLoader:
         origins costs about what a walk of one does, and a text's next steps mostly visit
         these."""
         lexer = self.index.lexer
-        if self._successors is None:
-            self._successors = [
-                sorted(set(row[row >= 0].tolist())) for row in np.asarray(lexer.transitions)
-            ]
+        if self._starts is None:
             self._starts = sorted(set(np.asarray(lexer.context_start).tolist()))
             self._labelled = (np.asarray(lexer.label) >= 0).tolist()
-        successors, starts, labelled = self._successors, self._starts, self._labelled
+        transitions = np.asarray(lexer.transitions)
+        known, starts, labelled = self._successors, self._starts, self._labelled
+
+        def successors(q: int) -> list[int]:
+            # Asked per state: a search visits a few hundred of a lexer's thousands of
+            # states, and listing every state's moves up front was 2-3 ms of a first mask.
+            found = known.get(q)
+            if found is None:
+                row = transitions[q]
+                found = known[q] = sorted(set(row[row >= 0].tolist()))
+            return found + starts if labelled[q] else found
+
         pending = self.origin_run[0::2] < 0
-        batch = nearest_unmade(
-            state,
-            lambda q: successors[q] + (starts if labelled[q] else []),
-            lambda q: bool(pending[q]),
-            ORIGIN_BATCH,
-        )
+        batch = nearest_unmade(state, successors, lambda q: bool(pending[q]), ORIGIN_BATCH)
         return np.asarray(batch, dtype=np.int64)
 
     def _keep_masks(self, masks: npt.NDArray[np.int32]) -> npt.NDArray[np.int64]:
