@@ -1,12 +1,11 @@
 """The size of an LALR analysis, estimated before it starts and held to the compile's budget.
 
-lark's analysis (`LALR_Analyzer` and the contextual lexer built from its states) runs as
-one call that no clock check can interrupt, and its work and memory grow with the LR(0)
-items times the terminals: it keeps a lookahead entry per state and terminal. A rule of
-5,000 keyword alternatives took 55 s and 5.6 GB before a MemoryError. The product is
-known once lark has compiled the grammar's rules, before the analysis, so an explosive
-grammar is refused there: by size against `max_states` (a parse table is an automaton
-whose states each hold a row per terminal), by time against what is left of the deadline.
+An LALR analysis's work and memory grow with the LR(0) items times the terminals: it
+keeps a lookahead entry per state and terminal (with lark's own analysis a rule of 5,000
+keyword alternatives took 55 s and 5.6 GB before a MemoryError). The product is known
+once lark has compiled the grammar's rules, before the analysis, so an explosive grammar
+is refused there: by size against `max_states` (a parse table is an automaton whose
+states each hold a row per terminal), by time against what is left of the deadline.
 """
 
 from __future__ import annotations
@@ -20,18 +19,15 @@ CELLS_PER_STATE = 25
 """Analysis cells (LR(0) items x terminals) allowed per unit of `max_states`: 5 million at
 the default 200,000, about a gigabyte and 20 s of lark's analysis (measured: a rule of
 1,500 keyword alternatives, 4.5 million cells, 1.1 GB)."""
-LARK_SECONDS_PER_CELL = 2e-6
-"""The time lark's analysis takes per cell at the least (2.3-2.7 us measured, 3-4 with
-the tables read from it), so a grammar is refused only when it cannot finish in time."""
 LARK_SECONDS_PER_CHAR = 1e-5
 """The least time lark takes to read and compile a grammar's text per character, before
 the analysis (12-55 us measured; 30 for a rule of 5,000 keywords), for refusing a text it
 could not read in time."""
 NATIVE_SECONDS_PER_CELL = 1e-7
-"""The same for the C steps of the generated grammars' analysis (`lalr.py`): 0.7 us a
-cell where every state reads every terminal (a rule of 1,000 keywords), far less on the
-sparse tables schemas make, so only a surely late analysis is refused; its Python step
-checks the deadline itself."""
+"""The least time the analysis (`lalr.py`, in C) takes per cell: 0.7 us where every state
+reads every terminal (a rule of 1,000 keywords), far less on the sparse tables schemas
+make, so only a surely late analysis is refused; its steps check the deadline
+themselves."""
 
 
 def analysis_cells(rule_lengths: Iterable[int], num_terminals: int) -> int:

@@ -1,18 +1,22 @@
-"""LALR(1) states of a generated grammar's rules, built as lark's `LALR_Analyzer` builds them.
+"""LALR(1) states of lark rules, built as lark's `LALR_Analyzer` builds them.
+
+Generated grammars (`generated.py`) and users' Lark grammars (`loading.py`, as lark's
+`LALR_Parser` plugin) both take their tables from here.
 
 lark's analysis works on `Symbol`, `Rule` and `RulePtr` objects whose hashing and
 comparison are Python methods; a WashingtonPost schema's grammar (a thousand rules)
-spent over a second in them. Here symbols, rules and LR(0) items are integers, while the
-steps stay lark's: the LR(0) item sets, DeRemer and Pennello's reads/includes/lookback
-relations (lark's reading of them, including items past their first symbol), the same
-digraph traversal with the same set sharing (a set cell per relation node, shared where
-lark shares the set object), then the strict-mode actions. The first two run in C
+spent over a second in them, and the SQL grammar's load was half lark's analysis. Here
+symbols, rules and LR(0) items are integers, while the steps stay lark's: the LR(0) item
+sets, DeRemer and Pennello's reads/includes/lookback relations (lark's reading of them,
+including items past their first symbol), the same digraph traversal with the same set
+sharing (a set cell per relation node, shared where lark shares the set object), then
+the actions, conflicts settled as lark settles them. The first two run in C
 (`native/lalr_lr0.c`: on integers in Python they still took 0.2-0.3 s of a WashingtonPost
 schema's build, per build); `tests/lalr_reference.py` keeps them in Python as their
 definition. The states are the ones lark builds, numbered breadth-first
 (`tables_from_states` renumbers either), and a conflict raises lark's `GrammarError`
-with lark's message, which `lalr_merge.merge_twins` reads. A test compares the tables
-with `Lark(text)`'s on every generated shape.
+with lark's message, which `lalr_merge.merge_twins` reads. Tests compare the tables
+with lark's on every generated shape, the bundled grammars and random grammars.
 
 Every step honours the running compile's deadline (`compile_deadline`): the C steps take
 it and read the clock every thousand steps of work, as a grammar whose every state reads
@@ -50,18 +54,22 @@ class LalrStates:
     end_states: dict[str, int]
 
 
-def lalr_states(rules: Sequence[Any], start: str) -> LalrStates:
-    """The LALR(1) states of lark `Rule`s (no rule priorities) with lark's strict mode.
+def lalr_states(rules: Sequence[Any], start: str, *, strict: bool = True) -> LalrStates:
+    """The LALR(1) states of lark `Rule`s, as lark's analysis builds them.
+
+    A reduce/reduce collision goes to the rule of highest priority when one is higher than
+    the rest, as in lark; a shift/reduce conflict raises with `strict` and shifts without
+    (lark's default, which a user's grammar may rely on).
 
     Raises:
         lark.exceptions.GrammarError: rules defined twice, an undefined rule, an LALR
-            reduce/reduce collision or a shift/reduce conflict (lark's messages).
+            reduce/reduce collision or (strict) a shift/reduce conflict (lark's messages).
         BudgetExceededError: the compile's deadline passed (limit "timeout_s").
     """
     grammar = _numbered(rules, start)
     columns = _columns(grammar)
     lr0 = _lr0(grammar, columns)
-    states = _actions(grammar, lr0, _lookaheads(grammar, columns, lr0))
+    states = _actions(grammar, lr0, _lookaheads(grammar, columns, lr0), strict)
     return LalrStates(states, {start: 0}, {start: _end_state(grammar, lr0)})
 
 
@@ -231,11 +239,11 @@ def _lookaheads(g: _Grammar, columns: _Columns, lr0: _Lr0) -> _Lookaheads:
 
 
 def _actions(
-    g: _Grammar, lr0: _Lr0, lookaheads: _Lookaheads
+    g: _Grammar, lr0: _Lr0, lookaheads: _Lookaheads, strict: bool
 ) -> dict[int, dict[str, tuple[Any, Any]]]:
-    """Per state, symbol name -> action (lark's compute_lalr1_states, strict mode, no
-    priorities): the shifts in transition order, then the reductions in lookahead order;
-    conflicts raise lark's GrammarError, collisions first."""
+    """Per state, symbol name -> action (lark's compute_lalr1_states): the shifts in
+    transition order, then the reductions in lookahead order; a collision no priority
+    settles raises lark's GrammarError, collisions before a (strict) conflict."""
     from lark.exceptions import GrammarError
     from lark.parsers.lalr_analysis import Reduce, Shift
 
@@ -263,6 +271,8 @@ def _actions(
         for entry, la in enumerate(lookaheads.sym[entries].tolist()):
             reducing = la_rules[rule_start[entry] - base : rule_start[entry + 1] - base]
             if len(reducing) > 1:
+                reducing = _by_priority(g, reducing)
+            if len(reducing) > 1:
                 named = "".join("\n\t- " + str(g.rules[r]) for r in reducing)
                 collisions.append(
                     f"Reduce/Reduce collision in {g.symbols[la]} between the following rules: "
@@ -272,7 +282,7 @@ def _actions(
             rule = g.rules[reducing[0]]
             name = names[la]
             if name in actions:
-                if conflict is None:
+                if strict and conflict is None:
                     conflict = (
                         f"Shift/Reduce conflict for terminal {name}. [strict-mode]\n * {rule}\n"
                     )
@@ -284,6 +294,14 @@ def _actions(
     if conflict is not None:
         raise GrammarError(conflict)
     return states
+
+
+def _by_priority(g: _Grammar, reducing: list[int]) -> list[int]:
+    """The one rule of highest priority when it is higher than every other, else all
+    (lark settles a reduce/reduce collision so)."""
+    ranked = sorted(reducing, key=lambda r: -(g.rules[r].options.priority or 0))
+    top = g.rules[ranked[0]].options.priority or 0
+    return ranked[:1] if top > (g.rules[ranked[1]].options.priority or 0) else reducing
 
 
 def _nullable(rule_origin: list[int], rule_syms: list[tuple[int, ...]], num_nt: int) -> list[bool]:

@@ -1,7 +1,9 @@
 """Lark grammar text → `LarkGrammar`: lark analyses it, we copy out what the matcher needs.
 
-lark does the grammar work (imports, templates, priorities, LALR construction, conflict
-detection) so the matcher follows the very tables and lexer contexts `Lark.parse` uses.
+lark does the grammar work (imports, templates, priorities, the contextual lexer) so the
+matcher follows the very tables and lexer contexts `Lark.parse` uses; the LALR table
+inside it is built in C by `lalr.py`, which builds lark's states and settles conflicts
+as lark does.
 lark's own errors are translated into `GrammarError` with a line and column: lark gives
 them for syntax errors; for undefined or duplicate names and collisions we find the
 name in the grammar text.
@@ -30,7 +32,7 @@ from fsmcompile.frontend.lark.options import LarkOptions
 from fsmcompile.frontend.lark.terminals import terminal_to_ir
 from fsmcompile.frontend.options import options_from_mapping
 from fsmcompile.grammar.analysis_size import (
-    LARK_SECONDS_PER_CELL,
+    NATIVE_SECONDS_PER_CELL,
     analysis_cells,
     check_analysis_size,
     check_text_size,
@@ -247,10 +249,34 @@ def _analyse(
     )
 
 
+class _NativeLalrParser:
+    """lark's `LALR_Parser`, its table built by `lalr.lalr_states` (in C, on integers,
+    held to the compile's deadline) instead of lark's `LALR_Analyzer`: lark's analysis was
+    half of the SQL grammar's load (~70 ms) and runs past any deadline. The states are
+    those lark builds and conflicts are settled as lark settles them, so the contextual
+    lexer lark builds from them and the tables read out are lark's own. Parsing with it
+    is not supported: the matcher follows the tables."""
+
+    def __init__(self, parser_conf: Any, debug: bool = False, strict: bool = False) -> None:
+        from fsmcompile.grammar.lalr import lalr_states
+
+        (start,) = parser_conf.start
+        self.parser_conf = parser_conf
+        self._parse_table = lalr_states(parser_conf.rules, start, strict=strict)
+        # What `parse_tables.extract_tables` reads (lark's `_Parser.parse_table`).
+        self.parser = _ParseTableHolder(self._parse_table)
+
+
+@dataclass(frozen=True, slots=True)
+class _ParseTableHolder:
+    parse_table: Any
+
+
 def _checked_lark() -> type[Any]:
     """`lark.Lark`, with the analysis refused before it starts when it would break the
-    compile's budget (`analysis_size.py`): lark compiles the grammar's rules and
-    terminals first, then builds the parser (`_build_parser`) from them."""
+    compile's budget (`analysis_size.py`) and the LALR table built in C
+    (`_NativeLalrParser`): lark compiles the grammar's rules and terminals first, then
+    builds the parser (`_build_parser`) from them."""
     global _CHECKED_LARK
     if _CHECKED_LARK is None:
         import lark
@@ -259,7 +285,7 @@ def _checked_lark() -> type[Any]:
             def __init__(self, text: str, *, max_states: int | None, **options: Any) -> None:
                 self.max_states = max_states
                 self.cells = 0
-                super().__init__(text, **options)
+                super().__init__(text, _plugins={"LALR_Parser": _NativeLalrParser}, **options)
 
             def _build_parser(self) -> Any:
                 lengths = (len(rule.expansion) for rule in self.rules)
@@ -267,7 +293,7 @@ def _checked_lark() -> type[Any]:
                 check_analysis_size(
                     self.cells,
                     max_states=self.max_states,
-                    seconds_per_cell=LARK_SECONDS_PER_CELL,
+                    seconds_per_cell=NATIVE_SECONDS_PER_CELL,
                 )
                 return super()._build_parser()
 

@@ -297,7 +297,7 @@ def test_the_action_step_stops_at_the_deadline() -> None:
     columns = lalr._columns(grammar)
     lr0 = lalr._lr0(grammar, columns)
     found = lalr._lookaheads(grammar, columns, lr0)
-    _stops_in_time(lambda: lalr._actions(grammar, lr0, found))
+    _stops_in_time(lambda: lalr._actions(grammar, lr0, found, True))
 
 
 def test_a_deadline_not_reached_changes_no_table() -> None:
