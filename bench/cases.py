@@ -372,7 +372,8 @@ ws ::= [ \t\r\n]*
 
 
 def cfg_suite(num_json_docs: int) -> list[Case]:
-    """JSON through a grammar (not a schema) and one non-JSON grammar."""
+    """JSON through a grammar (not a schema) and two non-JSON grammars (arithmetic, a SQL
+    SELECT subset)."""
     docs: list[str] = []
     for subset in JSB_SUBSETS:
         with open(CORPUS / subset / "schemas.jsonl", encoding="utf-8") as handle:
@@ -395,6 +396,20 @@ def cfg_suite(num_json_docs: int) -> list[Case]:
         "((alpha_1))",
     )
     arithmetic_invalid = ("1 + * 2", "f(1,", "2 3", "a ** ")
+    sql_valid = (
+        "SELECT * FROM users",
+        "select id, name from users where age >= 18 and name like 'A%';",
+        "SELECT DISTINCT u.name, COUNT(*) AS n FROM users u LEFT OUTER JOIN orders o "
+        "ON o.user_id = u.id WHERE u.age BETWEEN 18 AND 65 GROUP BY u.name "
+        "HAVING COUNT(*) > 2 ORDER BY n DESC, u.name LIMIT 10 OFFSET 20;",
+        "SELECT CASE WHEN x < 0 THEN 'neg' ELSE 'pos' END AS sign FROM t",
+    )
+    sql_invalid = (
+        "SELECT FROM users",
+        "SELECT * users",
+        "SELECT a FROM t LIMIT x",
+        "SELECT a, FROM t",
+    )
     return [
         Case(
             "json_cfg",
@@ -413,6 +428,15 @@ def cfg_suite(num_json_docs: int) -> list[Case]:
             arithmetic_valid,
             arithmetic_invalid,
             {"xgrammar": ARITHMETIC_EBNF},
+        ),
+        Case(
+            "sql_select",
+            "cfg",
+            "lark",
+            (ROOT / "grammars" / "sql_select.lark").read_text(),
+            sql_valid,
+            sql_invalid,
+            {},
         ),
     ]
 
