@@ -52,7 +52,8 @@ static PyObject *canonical_numbering(PyObject *Py_UNUSED(m), PyObject *const *ar
         return NULL;
     Py_ssize_t start = PyLong_AsSsize_t(args[2]);
     if (start == -1 && PyErr_Occurred()) return NULL;
-    Table tables[3] = {{0}};
+    Table tables[3];
+    memset(tables, 0, sizeof tables);
     int32_t *narrow = NULL, *out = NULL, *new_id = NULL, *queue = NULL, *scratch = NULL;
     int32_t cob[256], cob2[256];
     uint64_t *hash = NULL;
@@ -84,20 +85,7 @@ static PyObject *canonical_numbering(PyObject *Py_UNUSED(m), PyObject *const *ar
     for (Py_ssize_t s = 0; s < n; s++)
         for (Py_ssize_t c = 0; c < k; c++) narrow[s * k + c] = trans[s * w + rep[c]];
     /* Breadth first from the start, each state's moves in class order. */
-    for (Py_ssize_t s = 0; s < n; s++) new_id[s] = -1;
-    Py_ssize_t head = 0, tail = 0;
-    new_id[start] = 0;
-    queue[tail++] = (int32_t)start;
-    while (head < tail) {
-        const int32_t *row = narrow + (Py_ssize_t)queue[head++] * k;
-        for (Py_ssize_t c = 0; c < k; c++) {
-            int32_t t = row[c];
-            if (t >= 0 && new_id[t] < 0) {
-                new_id[t] = (int32_t)tail;
-                queue[tail++] = t;
-            }
-        }
-    }
+    Py_ssize_t tail = bfs_number(narrow, n, k, start, new_id, queue);
     out = PyMem_Malloc(((size_t)tail * (size_t)k + 1) * sizeof(int32_t));
     flags = PyMem_Malloc((size_t)tail + 1);
     if (!out || !flags) {

@@ -111,7 +111,8 @@ static PyObject *liveness_rounds(PyObject *Py_UNUSED(m), PyObject *const *args,
         PyErr_SetString(PyExc_ValueError, "liveness_rounds: max_height >= 0, max_rows >= 2");
         return NULL;
     }
-    Table tables[2] = {{0}};
+    Table tables[2];
+    memset(tables, 0, sizeof tables);
     Vec start = {0}, column = {0}, target = {0};
     int32_t *rows = NULL, *prev = NULL, *next = NULL, *slots = NULL;
     uint64_t *slot_hash = NULL;

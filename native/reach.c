@@ -158,21 +158,7 @@ static PyObject *bfs_order(PyObject *Py_UNUSED(m), PyObject *const *args, Py_ssi
         PyErr_NoMemory();
         goto done;
     }
-    for (Py_ssize_t s = 0; s < n; s++) new_id[s] = -1;
-    Py_ssize_t head = 0, tail = 0;
-    new_id[start] = 0;
-    queue[tail++] = (int32_t)start;
-    while (head < tail) {
-        const int32_t *row = trans + (Py_ssize_t)queue[head++] * w;
-        for (Py_ssize_t c = 0; c < w; c++) {
-            int32_t t = row[c];
-            if (t >= 0 && new_id[t] < 0) {
-                new_id[t] = (int32_t)tail;
-                queue[tail++] = t;
-            }
-        }
-    }
-    result = PyLong_FromSsize_t(tail);
+    result = PyLong_FromSsize_t(bfs_number(trans, n, w, start, new_id, queue));
 done:
     PyMem_Free(queue);
     PyBuffer_Release(&nv);

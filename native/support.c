@@ -216,6 +216,25 @@ int take_longs(PyObject *const *args, Py_ssize_t count, long long *values) {
     return 0;
 }
 
+Py_ssize_t bfs_number(const int32_t *trans, Py_ssize_t n, Py_ssize_t w, Py_ssize_t start,
+                      int32_t *new_id, int32_t *queue) {
+    for (Py_ssize_t s = 0; s < n; s++) new_id[s] = -1;
+    Py_ssize_t head = 0, tail = 0;
+    new_id[start] = 0;
+    queue[tail++] = (int32_t)start;
+    while (head < tail) {
+        const int32_t *row = trans + (Py_ssize_t)queue[head++] * w;
+        for (Py_ssize_t c = 0; c < w; c++) {
+            int32_t t = row[c];
+            if (t >= 0 && new_id[t] < 0) {
+                new_id[t] = (int32_t)tail;
+                queue[tail++] = t;
+            }
+        }
+    }
+    return tail;
+}
+
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
 __attribute__((target_clones("avx2", "default")))
 #endif

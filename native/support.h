@@ -156,6 +156,14 @@ static inline int kernel_past(double deadline) {
     return !isinf(deadline) && kernel_monotonic_s() > deadline;
 }
 
+/* ---- breadth-first numbering ------------------------------------------------------------- */
+
+/* Number the states of `trans` (n rows, w columns, -1 dead) reached from `start`, breadth
+ * first, each row's moves in column order: new_id[s] (-1 when unreached), queue[i] the
+ * state numbered i (both of n entries). Returns how many were reached. */
+Py_ssize_t bfs_number(const int32_t *trans, Py_ssize_t n, Py_ssize_t w, Py_ssize_t start,
+                      int32_t *new_id, int32_t *queue);
+
 /* ---- arguments ---------------------------------------------------------------------------- */
 
 /* Whether a fast call got `expected` arguments; a TypeError naming `usage` when not. */
