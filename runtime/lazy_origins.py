@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from fsmcompile.tables.nearby import nearest_unmade
+from fsmcompile.tables.nearby import NextStates, nearest_unmade
 
 from .grammar_parser import runs_of
 from .parser_tables import GroupTables
@@ -44,8 +44,8 @@ class OriginLoader:
         self.num_words = num_words
         self.origin_run = np.full(2 * index.num_states, -1, dtype=np.int64)
         self.walked = 0  # origins walked so far
-        self._successors: dict[int, list[int]] = {}  # lexer state -> next states, as asked
-        self._starts: list[int] | None = None
+        self._next: NextStates | None = None  # the lexer's moves, listed as searches ask
+        self._starts: list[int] = []
         self._labelled: list[bool] = []
         self._run_seq = _EMPTY64
         self._run_xset = _EMPTY64
@@ -139,20 +139,14 @@ class OriginLoader:
         origins costs about what a walk of one does, and a text's next steps mostly visit
         these."""
         lexer = self.index.lexer
-        if self._starts is None:
+        if self._next is None:
+            self._next = NextStates(np.asarray(lexer.transitions))
             self._starts = sorted(set(np.asarray(lexer.context_start).tolist()))
             self._labelled = (np.asarray(lexer.label) >= 0).tolist()
-        transitions = np.asarray(lexer.transitions)
-        known, starts, labelled = self._successors, self._starts, self._labelled
+        moves, starts, labelled = self._next, self._starts, self._labelled
 
         def successors(q: int) -> list[int]:
-            # Asked per state: a search visits a few hundred of a lexer's thousands of
-            # states, and listing every state's moves up front was 2-3 ms of a first mask.
-            found = known.get(q)
-            if found is None:
-                row = transitions[q]
-                found = known[q] = sorted(set(row[row >= 0].tolist()))
-            return found + starts if labelled[q] else found
+            return moves(q) + starts if labelled[q] else moves(q)
 
         pending = self.origin_run[0::2] < 0
         batch = nearest_unmade(state, successors, lambda q: bool(pending[q]), ORIGIN_BATCH)

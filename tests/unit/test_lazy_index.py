@@ -190,3 +190,13 @@ def test_nearest_unmade_goes_breadth_first_and_stops_at_the_limit() -> None:
     assert nearest_unmade(0, graph.__getitem__, lambda q: q not in made, 10) == [0, 1, 3, 4, 5]
     assert nearest_unmade(0, graph.__getitem__, lambda q: q not in made, 3) == [0, 1, 3]
     assert nearest_unmade(5, graph.__getitem__, lambda q: True, 1) == [5]
+
+
+def test_next_states_lists_each_state_s_distinct_targets_ascending() -> None:
+    from fsmcompile.tables.nearby import NextStates
+
+    trans = np.array([[2, -1, 1, 2], [-1, -1, -1, -1], [0, 0, 2, -1]], dtype=np.int32)
+    moves = NextStates(trans)
+    assert [moves(0), moves(1), moves(2)] == [[1, 2], [], [0, 2]]
+    trans[0] = -1  # listed once and kept: the table is read on the first ask only
+    assert moves(0) == [1, 2]

@@ -20,7 +20,7 @@ from fsmcompile.index.dfa.trie_walk import walk_live_tokens
 from fsmcompile.tables.bits import bitmask_words, set_bits
 from fsmcompile.tables.byte_dfa import ByteDFA
 from fsmcompile.tables.lazy_index import Completer, LazyTokenIndex
-from fsmcompile.tables.nearby import nearest_unmade
+from fsmcompile.tables.nearby import NextStates, nearest_unmade
 from fsmcompile.tables.token_index import TokenIndex
 from fsmcompile.types import StateId
 from fsmcompile.vocabulary import Vocabulary
@@ -41,7 +41,7 @@ class StateRows:
     several threads.
     """
 
-    __slots__ = ("_dfa", "_vocab", "_levels", "_eos", "_words", "_ready", "_made", "_lock")
+    __slots__ = ("_dfa", "_vocab", "_levels", "_eos", "_words", "_ready", "_made", "_lock", "_next")
 
     def __init__(self, dfa: ByteDFA, vocab: Vocabulary) -> None:
         self._dfa = dfa
@@ -61,6 +61,7 @@ class StateRows:
         self._ready: dict[StateId, npt.NDArray[np.int32]] = {}
         self._made = np.zeros(dfa.num_states, dtype=np.bool_)
         self._lock = threading.Lock()
+        self._next = NextStates(dfa.transitions)
 
     def __call__(self, state: StateId) -> npt.NDArray[np.int32]:
         """int32[ceil(V/32)]: the tokens whose bytes keep `state` alive, plus EOS where
@@ -80,12 +81,7 @@ class StateRows:
     def _batch(self, state: StateId) -> list[StateId]:
         """`state` and the states nearest it (breadth first along the moves) whose rows
         are not made yet, up to `ROW_BATCH`."""
-        trans = self._dfa.transitions
-
-        def successors(q: int) -> list[int]:
-            return sorted(set(trans[q][trans[q] >= 0].tolist()))
-
-        return nearest_unmade(state, successors, lambda q: not self._made[q], ROW_BATCH)
+        return nearest_unmade(state, self._next, lambda q: not self._made[q], ROW_BATCH)
 
     def _rows(self, origins: npt.NDArray[np.int32]) -> list[npt.NDArray[np.int32]]:
         """The rows of `origins`, from one walk."""
